@@ -1,0 +1,1 @@
+def main(argv: list[str] | None = None) -> int:\n    return 0

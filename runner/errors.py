@@ -1,0 +1,117 @@
+"""The runner's error family and the exit codes they map to (DESIGN section 2).
+
+Errors for the operator are raised as one of these and turned into an exit code in one place
+(`cli.main`). Errors meant for the model (a bad tool call, a failing tool) never use this family:
+they become tool results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+__all__ = [
+    "ConfigError",
+    "ContextLengthError",
+    "ExitCode",
+    "McpServerError",
+    "NotBuiltError",
+    "Problem",
+    "ProviderError",
+    "RunnerError",
+    "TaskFileError",
+    "worst_exit_code",
+]
+
+
+class ExitCode(IntEnum):
+    """Process exit codes, as documented in the README's table."""
+
+    OK = 0
+    FAILED = 1
+    USAGE = 2
+    INTERNAL = 3
+    INFRASTRUCTURE = 4
+    BUDGET = 5
+    SIGINT = 130
+    SIGTERM = 143
+
+
+# Worst first: with several tasks the first code of this order that occurs wins.
+_SEVERITY = (
+    ExitCode.SIGTERM,
+    ExitCode.SIGINT,
+    ExitCode.INTERNAL,
+    ExitCode.INFRASTRUCTURE,
+    ExitCode.FAILED,
+    ExitCode.BUDGET,
+    ExitCode.OK,
+)
+
+
+def worst_exit_code(codes: list[ExitCode]) -> ExitCode:
+    """The single exit code for a run of several tasks: 3, 4, 1, 5, 0 (interrupts win over all)."""
+    for code in _SEVERITY:
+        if code in codes:
+            return code
+    return ExitCode.OK
+
+
+class RunnerError(Exception):
+    """Base of every error the operator sees; `exit_code` says how the process ends."""
+
+    exit_code: ExitCode = ExitCode.INTERNAL
+
+
+class ConfigError(RunnerError):
+    """Bad flag, bad config file, missing API key, unknown provider: nothing ran."""
+
+    exit_code = ExitCode.USAGE
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem in a file, printed as `path:line:column: field: message (hint)`."""
+
+    path: str
+    line: int
+    column: int
+    field: str
+    message: str
+    hint: str = ""
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}:{self.column}"
+        field = f" {self.field}:" if self.field else ""
+        hint = f" ({self.hint})" if self.hint else ""
+        return f"{where}:{field} {self.message}{hint}"
+
+
+class TaskFileError(ConfigError):
+    """One or more problems in task files; each is reported on its own line."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+class ProviderError(RunnerError):
+    """The model provider is unreachable or refused us after retries."""
+
+    exit_code = ExitCode.INFRASTRUCTURE
+
+
+class ContextLengthError(ProviderError):
+    """The prompt is longer than the model's context window; the loop compacts and retries."""
+
+
+class McpServerError(RunnerError):
+    """A required MCP server could not be started or listed."""
+
+    exit_code = ExitCode.INFRASTRUCTURE
+
+
+class NotBuiltError(RunnerError):
+    """A documented command whose implementation has not landed yet."""
+
+    exit_code = ExitCode.USAGE
