@@ -1,0 +1,108 @@
+"""What a finished task and a finished run look like: the records the reports are built from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from runner.errors import ExitCode
+
+__all__ = ["STATUS_EXIT_CODES", "RunSummary", "Status", "TaskOutcome", "Totals"]
+
+Status = Literal["passed", "failed", "budget_exceeded", "error", "interrupted"]
+"""How a task ended; the same words as the session log's `end` event."""
+
+
+@dataclass(frozen=True)
+class Totals:
+    """Counters of one task, or of a whole run."""
+
+    turns: int = 0
+    """Model calls that produced an assistant message."""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+    tool_calls: int = 0
+    duration_s: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        """All tokens, input and output."""
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Totals) -> Totals:
+        return Totals(
+            turns=self.turns + other.turns,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            cost_usd=self.cost_usd + other.cost_usd,
+            tool_calls=self.tool_calls + other.tool_calls,
+            duration_s=self.duration_s + other.duration_s,
+        )
+
+
+@dataclass(frozen=True)
+class TaskOutcome:
+    """The end of one task, as the reports show it."""
+
+    name: str
+    """The task's unique name."""
+    task_file: Path
+    """The file the task came from (a suite file holds several tasks)."""
+    status: Status
+    reason: str = ""
+    """Why it ended so: the failed check, the limit hit, the error message (redacted)."""
+    result: str = ""
+    """The `attempt_completion` result, when the agent got that far."""
+    kind: str = ""
+    """A short machine-readable cause: `turns`/`tokens`/`cost`/`time` for budget_exceeded,
+    `check`/`expect`/`agent`/`no_tool_call` for failed, `provider`/`mcp`/`internal` for error."""
+    exit_code: ExitCode = ExitCode.OK
+    """This task's own exit code (DESIGN section 2)."""
+    model: str = ""
+    totals: Totals = field(default_factory=Totals)
+    session_log: Path | None = None
+    """The JSONL session log, when one was written."""
+    session_id: str = ""
+
+
+STATUS_EXIT_CODES: dict[Status, ExitCode] = {
+    "passed": ExitCode.OK,
+    "failed": ExitCode.FAILED,
+    "budget_exceeded": ExitCode.BUDGET,
+    "error": ExitCode.INTERNAL,  # refined to INFRASTRUCTURE by the error's own exit code
+    "interrupted": ExitCode.SIGINT,  # refined to SIGTERM by the signal received
+}
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """A whole `run` or `resume` invocation."""
+
+    run_id: str
+    runner_version: str
+    model: str
+    outcomes: list[TaskOutcome]
+    exit_code: ExitCode
+    out_dir: Path
+    junit_path: Path | None = None
+
+    @property
+    def totals(self) -> Totals:
+        total = Totals()
+        for outcome in self.outcomes:
+            total = total + outcome.totals
+        return total
+
+    @property
+    def passed(self) -> int:
+        return sum(1 for o in self.outcomes if o.status == "passed")
+
+    @property
+    def failed(self) -> int:
+        return len(self.outcomes) - self.passed
