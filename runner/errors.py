@@ -81,7 +81,8 @@ class Problem:
     hint: str = ""
 
     def __str__(self) -> str:
-        where = f"{self.path}:{self.line}:{self.column}"
+        # Line 0 marks a problem that is not in a file (a command-line flag).
+        where = f"{self.path}:{self.line}:{self.column}" if self.line else self.path
         field = f" {self.field}:" if self.field else ""
         hint = f" ({self.hint})" if self.hint else ""
         return f"{where}:{field} {self.message}{hint}"
