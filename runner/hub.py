@@ -1,0 +1,330 @@
+"""The MCP hub: connects the task's MCP servers, lists their tools, calls them (DESIGN section 5).
+
+Every failure of a call (an error result, a JSON-RPC error, a timeout, a crashed or vanished server)
+comes back as a `ToolResult` with `is_error=True` for the model; only a required server that cannot
+start is an operator error (`McpServerError`, exit code 4).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import anyio
+from anyio.abc import TaskGroup
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
+
+from runner.errors import McpServerError
+from runner.extension import ExtensionConfig, ToolPolicy
+from runner.hub_config import merge_extensions, server_env, workspace_extension
+from runner.hub_connection import Connection, StartFailure
+from runner.hub_render import (
+    CONNECTION_CLOSED,
+    EventSink,
+    HubEvent,
+    policy_allows,
+    render_error,
+    render_result,
+)
+from runner.toolspec import ToolResult, ToolSpec
+
+__all__ = [
+    "HubEvent",
+    "McpHub",
+    "merge_extensions",
+    "policy_allows",
+    "server_env",
+    "workspace_extension",
+]
+
+_GRACE_S = 5.0
+"""Extra time past a call's timeout before the hub gives up on the SDK's own timeout firing."""
+
+
+class McpHub:
+    """The task's MCP servers, used as `async with McpHub(...) as hub:`.
+
+    Servers start concurrently on entry; every server and its child processes stop on exit,
+    cancellation included.
+    """
+
+    def __init__(
+        self,
+        extensions: Mapping[str, ExtensionConfig],
+        *,
+        policy: ToolPolicy | None = None,
+        workdir: Path,
+        artifacts_dir: Path,
+        startup_timeout_s: float = 30.0,
+        default_tool_timeout_s: float = 120.0,
+        base_env: Mapping[str, str] | None = None,
+        on_event: EventSink | None = None,
+        max_restarts: int = 3,
+    ) -> None:
+        self._policy = policy or ToolPolicy()
+        self._default_timeout_s = default_tool_timeout_s
+        self._on_event = on_event
+        self._max_restarts = max_restarts
+        self._conns = [
+            Connection(
+                cfg.model_copy(update={"name": cfg.name or key}),
+                workdir=workdir,
+                stderr_path=artifacts_dir / "mcp" / f"{cfg.name or key}.stderr.log",
+                base_env=dict(base_env or {}),
+                startup_timeout_s=startup_timeout_s,
+            )
+            for key, cfg in extensions.items()
+            if cfg.enabled
+        ]
+        self._restarts: Counter[str] = Counter()
+        self._locks: dict[str, anyio.Lock] = {}
+        self._tools: dict[str, tuple[ToolSpec, Connection]] = {}
+        self._group: TaskGroup | None = None
+
+    async def __aenter__(self) -> Self:
+        self._group = anyio.create_task_group()
+        await self._group.__aenter__()
+        try:
+            await self._start_all()
+        except BaseException as exc:
+            await self.__aexit__(type(exc), exc, exc.__traceback__)
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        group, self._group = self._group, None
+        if group is None:
+            return
+        for conn in self._conns:
+            conn.mark_dead()
+        await group.__aexit__(exc_type, exc, tb)
+
+    @property
+    def tools(self) -> list[ToolSpec]:
+        """Every tool of every started server, clashing names exposed as `server__tool`."""
+        return [spec for spec, _ in self._tools.values()]
+
+    @property
+    def allowed_tools(self) -> list[ToolSpec]:
+        """The tools the policy lets the model call."""
+        return [spec for spec in self.tools if policy_allows(self._policy, spec)]
+
+    @property
+    def servers(self) -> list[str]:
+        """The servers that started, in configuration order."""
+        return [conn.name for conn in self._conns]
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """Call a tool; every failure is an error result, never an exception."""
+        entry = self._tools.get(name)
+        if entry is None:
+            known = ", ".join(sorted(self._tools)) or "none"
+            return ToolResult(f"Error: there is no tool named {name!r}. Tools: {known}.", True)
+        spec, conn = entry
+        if not policy_allows(self._policy, spec):
+            return ToolResult(
+                f"Error: tool {name!r} is not allowed by the task's tool policy "
+                f"(tools.allow={self._policy.allow}, tools.deny={self._policy.deny}).",
+                True,
+            )
+        usable = await self._usable(conn)
+        if isinstance(usable, ToolResult):
+            return usable
+        return await self._call(usable, spec, arguments)
+
+    async def _start_all(self) -> None:
+        failures: dict[str, StartFailure] = {}
+
+        async def start(conn: Connection) -> None:
+            assert self._group is not None
+            self._emit(
+                HubEvent("stderr", conn.name, f"stderr: {conn.stderr_path}", path=conn.stderr_path)
+            )
+            try:
+                await conn.start(self._group)
+            except StartFailure as exc:
+                failures[conn.name] = exc
+
+        async with anyio.create_task_group() as starters:
+            for conn in self._conns:
+                starters.start_soon(start, conn)
+        failed = [conn for conn in self._conns if conn.name in failures]
+        self._conns = [conn for conn in self._conns if conn.name not in failures]
+        for conn in failed:
+            self._fail_or_skip(conn, failures[conn.name])
+        self._index_tools()
+
+    def _fail_or_skip(self, conn: Connection, exc: StartFailure) -> None:
+        name, cfg, log = conn.name, conn.config, conn.stderr_path
+        what = f"MCP server {name!r} failed to start: {exc}"
+        where = f" (server stderr: {log})" if cfg.type == "stdio" else f" (endpoint: {cfg.uri})"
+        if cfg.required:
+            raise McpServerError(
+                f"{what}{where}. Fix the extension's command or endpoint, or set `required: false` "
+                "to run without it."
+            ) from exc
+        self._emit(HubEvent("warning", name, f"{what}{where}; skipped (optional server)"))
+
+    def _index_tools(self) -> None:
+        counts = Counter(tool.name for conn in self._conns for tool in conn.tools)
+        self._tools = {}
+        for conn in self._conns:
+            for tool in conn.tools:
+                clash = counts[tool.name] > 1
+                spec = ToolSpec(
+                    name=f"{conn.name}__{tool.name}" if clash else tool.name,
+                    description=tool.description or "",
+                    input_schema=dict(tool.input_schema),
+                    server=conn.name,
+                    remote_name=tool.name if clash else "",
+                )
+                self._tools.setdefault(spec.name, (spec, conn))
+
+    async def _usable(self, conn: Connection) -> Connection | ToolResult:
+        """The live connection for a server, restarting a dead one within the restart budget."""
+        lock = self._locks.setdefault(conn.name, anyio.Lock())
+        async with lock:
+            current = self._current(conn.name)
+            if current.alive:
+                return current
+            if self._restarts[conn.name] >= self._max_restarts:
+                return ToolResult(
+                    f"Error: MCP server {conn.name!r} stopped and was already restarted "
+                    f"{self._max_restarts} times; its tools are unavailable for the rest of the "
+                    f"task (server stderr: {conn.stderr_path}).",
+                    True,
+                )
+            return await self._restart(current)
+
+    async def _restart(self, old: Connection) -> Connection | ToolResult:
+        assert self._group is not None
+        self._restarts[old.name] += 1
+        attempt = self._restarts[old.name]
+        await old.close()
+        new = old.fresh()
+        try:
+            await new.start(self._group)
+        except StartFailure as exc:
+            return ToolResult(
+                f"Error: MCP server {old.name!r} stopped, and restarting it failed: {exc} "
+                f"(server stderr: {old.stderr_path}).",
+                True,
+            )
+        self._replace(old, new)
+        self._emit(
+            HubEvent(
+                "restart",
+                old.name,
+                f"MCP server {old.name!r} stopped and was restarted "
+                f"({attempt} of {self._max_restarts})",
+            )
+        )
+        return new
+
+    def _replace(self, old: Connection, new: Connection) -> None:
+        self._conns = [new if conn is old else conn for conn in self._conns]
+        self._tools = {
+            name: (spec, new if conn is old else conn) for name, (spec, conn) in self._tools.items()
+        }
+
+    def _current(self, name: str) -> Connection:
+        return next(conn for conn in self._conns if conn.name == name)
+
+    async def _call(
+        self, conn: Connection, spec: ToolSpec, arguments: dict[str, Any]
+    ) -> ToolResult:
+        timeout = conn.config.timeout or self._default_timeout_s
+        client = conn.client
+        if client is None:
+            return self._lost(conn, spec)
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            text = f"{spec.name}: {message or ''} ({progress:g}{f'/{total:g}' if total else ''})"
+            self._emit(
+                HubEvent(
+                    "progress", conn.name, text, tool=spec.name, progress=progress, total=total
+                )
+            )
+
+        try:
+            with anyio.move_on_after(timeout + _GRACE_S) as scope:
+                result = await client.call_tool(
+                    spec.call_name,
+                    arguments,
+                    read_timeout_seconds=timeout,
+                    progress_callback=on_progress,
+                )
+                return render_result(result)
+        except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                return self._lost(conn, spec)
+            return ToolResult(
+                render_error(exc, tool=spec.name, server=conn.name, timeout_s=timeout), True
+            )
+        except anyio.get_cancelled_exc_class():
+            if _really_cancelled():
+                raise
+            return self._lost(conn, spec)
+        except (ValidationError, RuntimeError, OSError, anyio.BrokenResourceError) as exc:
+            return ToolResult(
+                f"Error: calling {spec.name!r} on MCP server {conn.name!r} failed: "
+                f"{type(exc).__name__}: {exc}",
+                True,
+            )
+        except Exception as exc:  # a transport or SDK failure must not end the task
+            conn.mark_dead()
+            return ToolResult(
+                f"Error: calling {spec.name!r} on MCP server {conn.name!r} failed: "
+                f"{type(exc).__name__}: {exc}",
+                True,
+            )
+        assert scope.cancelled_caught
+        return ToolResult(
+            f"Error: tool {spec.name!r} on MCP server {conn.name!r} timed out after {timeout:g} s "
+            "and was abandoned.",
+            True,
+        )
+
+    def _lost(self, conn: Connection, spec: ToolSpec) -> ToolResult:
+        conn.mark_dead()
+        left = self._max_restarts - self._restarts[conn.name]
+        then = (
+            "it will be restarted for the next call"
+            if left > 0
+            else "it has used up its restarts, so its tools are now unavailable"
+        )
+        where = (
+            f"server stderr: {conn.stderr_path}" if conn.config.type == "stdio" else conn.config.uri
+        )
+        return ToolResult(
+            f"Error: MCP server {conn.name!r} closed the connection during {spec.name!r} "
+            f"(it crashed, exited or became unreachable; {where}); {then}.",
+            True,
+        )
+
+    def _emit(self, event: HubEvent) -> None:
+        if self._on_event is not None:
+            self._on_event(event)
+
+
+def _really_cancelled() -> bool:
+    """Whether the current task was asked to stop, as opposed to a stray CancelledError.
+
+    A transport whose task group dies can leak `CancelledError` into a waiting call without anyone
+    cancelling the caller; then asyncio's `cancelling()` count is zero.
+    """
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        return True
+    return task is None or task.cancelling() > 0

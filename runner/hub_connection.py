@@ -1,0 +1,183 @@
+"""One live connection to one MCP server, owned by its own background task.
+
+The SDK's client context (transport task groups, the stdio process) lives in an owner task that the
+hub's task group runs, never in the caller's task: a transport that dies cancels only its owner,
+not the agent loop that happened to be waiting on a call.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+import mcp_types as types
+from anyio.abc import TaskGroup, TaskStatus
+from mcp.client import Client
+from mcp.client.sse import sse_client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+
+from runner.extension import ExtensionConfig
+from runner.hub_config import server_env
+
+__all__ = ["Connection", "StartFailure"]
+
+_MAX_TOOL_PAGES = 100
+_CONNECTION_CLOSED = -32000
+
+
+class StartFailure(Exception):
+    """A server could not be started, connected to, or listed; the message says which step."""
+
+
+class Connection:
+    """A server's client session, its tools, and whether it is still usable."""
+
+    def __init__(
+        self,
+        config: ExtensionConfig,
+        *,
+        workdir: Path,
+        stderr_path: Path,
+        base_env: Mapping[str, str],
+        startup_timeout_s: float,
+    ) -> None:
+        self.config = config
+        self.stderr_path = stderr_path
+        self._workdir = workdir
+        self._base_env = base_env
+        self._startup_timeout_s = startup_timeout_s
+        self.client: Client | None = None
+        self.tools: list[types.Tool] = []
+        self._closing = anyio.Event()
+        self._done = anyio.Event()
+
+    @property
+    def name(self) -> str:
+        """The server's name."""
+        return self.config.name
+
+    @property
+    def alive(self) -> bool:
+        """False once the owner task ended or a call saw the connection close."""
+        return self.client is not None
+
+    def fresh(self) -> Connection:
+        """A new, unstarted connection to the same server, for a restart."""
+        return Connection(
+            self.config,
+            workdir=self._workdir,
+            stderr_path=self.stderr_path,
+            base_env=self._base_env,
+            startup_timeout_s=self._startup_timeout_s,
+        )
+
+    def mark_dead(self) -> None:
+        """Stop using this connection; its owner task is told to shut it down."""
+        self.client = None
+        self._closing.set()
+
+    async def start(self, group: TaskGroup) -> None:
+        """Start the owner task in `group` and return once the tools are listed.
+
+        Raises:
+            StartFailure: the server did not start, connect or list its tools in time.
+        """
+        try:
+            await group.start(self._own)
+        except StartFailure:
+            raise
+        except Exception as exc:
+            raise StartFailure(f"{_describe(exc)}") from exc
+
+    async def close(self) -> None:
+        """Shut the connection down and wait until its process (if any) is gone."""
+        self.mark_dead()
+        await self._done.wait()
+
+    async def _own(self, *, task_status: TaskStatus[None]) -> None:
+        started = False
+        deadline = anyio.current_time() + self._startup_timeout_s
+        try:
+            with anyio.CancelScope(deadline=deadline) as scope:
+                async with self._client() as client:
+                    self.tools = await _list_tools(client)
+                    scope.deadline = math.inf
+                    self.client = client
+                    started = True
+                    task_status.started()
+                    await self._closing.wait()
+            if not started:
+                raise StartFailure(
+                    f"did not start and list its tools within {self._startup_timeout_s:g} s"
+                )
+        except Exception:
+            if not started:
+                raise
+            # A transport that failed after startup: the calls see the closed connection.
+        finally:
+            self.client = None
+            self._done.set()
+
+    @asynccontextmanager
+    async def _client(self) -> AsyncIterator[Client]:
+        async with AsyncExitStack() as stack:
+            transport = await self._transport(stack)
+            client = Client(
+                transport,
+                read_timeout_seconds=self._startup_timeout_s,
+                client_info=types.Implementation(name="agent-runner", version="1"),
+            )
+            yield await stack.enter_async_context(client)
+
+    async def _transport(self, stack: AsyncExitStack) -> Any:
+        cfg = self.config
+        if cfg.type == "stdio":
+            assert cfg.cmd is not None  # ExtensionConfig validates it for enabled servers
+            self.stderr_path.parent.mkdir(parents=True, exist_ok=True)
+            errlog: TextIO = stack.enter_context(
+                self.stderr_path.open("a", encoding="utf-8", errors="replace")
+            )
+            params = StdioServerParameters(
+                command=cfg.cmd,
+                args=list(cfg.args),
+                env=server_env(self._base_env, cfg.envs),
+                cwd=self._workdir,
+            )
+            return stdio_client(params, errlog=errlog)
+        assert cfg.uri is not None
+        if cfg.type == "sse":
+            return sse_client(cfg.uri, headers=dict(cfg.headers) or None)
+        http = await stack.enter_async_context(
+            create_mcp_http_client(headers=dict(cfg.headers) or None)
+        )
+        return streamable_http_client(cfg.uri, http_client=http)
+
+
+async def _list_tools(client: Client) -> list[types.Tool]:
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    for _ in range(_MAX_TOOL_PAGES):
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return tools
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_describe(inner) for inner in exc.exceptions)
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, MCPError) and exc.code == _CONNECTION_CLOSED:
+        return "the server closed the connection before it finished starting (did it exit?)"
+    if isinstance(exc, FileNotFoundError):
+        return f"command not found: {exc.filename or text}"
+    return f"{type(exc).__name__}: {text}" if not isinstance(exc, StartFailure) else text
