@@ -1,0 +1,23 @@
+"""Model providers behind one interface (DESIGN section 6).
+
+Importing this package imports no SDK: `create_llm` imports the chosen provider's module.
+"""
+
+from __future__ import annotations
+
+from runner.llm.base import LLM, Message, ProviderFactory, Reply, RetryEvent, Usage
+from runner.llm.models import cost_usd, lookup_model
+from runner.llm.registry import create_llm, provider_names
+
+__all__ = [
+    "LLM",
+    "Message",
+    "ProviderFactory",
+    "Reply",
+    "RetryEvent",
+    "Usage",
+    "cost_usd",
+    "create_llm",
+    "lookup_model",
+    "provider_names",
+]

@@ -1,0 +1,213 @@
+"""The `anthropic` provider: the Messages API, streamed, with the system prompt cached."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import anthropic
+import httpx2
+from anthropic.types import MessageParam, TextBlockParam
+
+from runner.errors import ConfigError
+from runner.llm.base import Message, Reply, RetryEvent, Usage
+from runner.llm.models import lookup_model
+from runner.llm.retry import CallError, CallTarget, Sleep, call_with_retries
+from runner.llm.streaming import estimate_usage, idle_chunks, within_idle
+from runner.settings import Settings
+
+__all__ = ["DEFAULT_BASE_URL", "KEY_ENV", "AnthropicMessages", "create"]
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+KEY_ENV = "ANTHROPIC_API_KEY"
+# Error events inside a 200 stream carry only a type; these are the statuses they stand for.
+_STREAM_ERROR_STATUS = {
+    "overloaded_error": 529,
+    "api_error": 500,
+    "rate_limit_error": 429,
+    "timeout_error": 504,
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+}
+
+
+class AnthropicMessages:
+    """An Anthropic model over the Messages API, streamed, retried by `runner.llm.retry`."""
+
+    provider = "anthropic"
+
+    def __init__(
+        self,
+        model: str,
+        settings: Settings,
+        *,
+        http_client: httpx2.AsyncClient | None = None,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        if settings.anthropic_api_key is None or not settings.anthropic_api_key.get_secret_value():
+            raise ConfigError(
+                f"the anthropic provider needs an API key: set {KEY_ENV}"
+                " (or AGENT_RUNNER_ANTHROPIC_API_KEY)"
+            )
+        self.model = model
+        self.info = lookup_model(model, settings.models)
+        self._settings = settings
+        self._sleep = sleep
+        base_url = settings.anthropic_base_url or DEFAULT_BASE_URL
+        self._target = CallTarget(self.provider, model, base_url, KEY_ENV)
+        timeout = settings.retry.request_timeout_s
+        self._client = anthropic.AsyncAnthropic(
+            api_key=settings.anthropic_api_key.get_secret_value(),
+            base_url=base_url,
+            max_retries=0,
+            timeout=httpx2.Timeout(timeout, connect=min(timeout, 30.0)),
+            http_client=http_client,
+        )
+
+    async def complete(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        *,
+        on_retry: Callable[[RetryEvent], None] | None = None,
+    ) -> Reply:
+        """Stream one reply; see `runner.llm.base.LLM`."""
+        started = time.monotonic()
+        (text, usage, stop_reason, model), retries = await call_with_retries(
+            lambda: self._attempt(system, messages),
+            target=self._target,
+            policy=self._settings.retry,
+            on_retry=on_retry,
+            sleep=self._sleep,
+        )
+        return Reply(text, usage, stop_reason, time.monotonic() - started, retries, model)
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections."""
+        await self._client.close()
+
+    async def _attempt(
+        self, system: str, messages: Sequence[Message]
+    ) -> tuple[str, Usage, str, str]:
+        try:
+            return await self._stream(system, messages)
+        except anthropic.APIStatusError as exc:
+            raise _status_error(exc) from exc
+        except anthropic.APITimeoutError as exc:
+            raise CallError("timeout", f"request timed out: {exc}") from exc
+        except anthropic.APIConnectionError as exc:
+            cause = exc.__cause__ or exc
+            raise CallError("connection", f"connection failed: {cause!r}") from exc
+        # The SDK does not wrap transport errors raised while a stream is read.
+        except httpx2.TimeoutException as exc:
+            raise CallError("timeout", f"stream read timed out: {exc!r}") from exc
+        except httpx2.TransportError as exc:
+            raise CallError("connection", f"stream broke: {exc!r}") from exc
+
+    async def _stream(
+        self, system: str, messages: Sequence[Message]
+    ) -> tuple[str, Usage, str, str]:
+        idle_s = self._settings.retry.idle_timeout_s
+        extra: dict[str, Any] = {}
+        if self._settings.temperature is not None:
+            # The 2.x SDK has no `temperature` argument; the API still takes it.
+            extra["temperature"] = self._settings.temperature
+        cached_system: TextBlockParam = {
+            "type": "text",
+            "text": system,
+            "cache_control": {"type": "ephemeral"},
+        }
+        wire = _wire_messages(messages)
+        stream = await within_idle(
+            self._client.messages.create(
+                model=self.model,
+                max_tokens=self._settings.max_output_tokens,
+                system=[cached_system],
+                messages=wire,
+                stream=True,
+                extra_body=extra or None,
+            ),
+            idle_s,
+            self._target.base_url,
+        )
+        parts: list[str] = []
+        counts: dict[str, int] = {}
+        stop_reason = "end_turn"
+        model = self.model
+        finished = False
+        try:
+            async for event in idle_chunks(aiter(stream), idle_s):
+                if event.type == "message_start":
+                    model = event.message.model or model
+                    _take_usage(counts, event.message.usage)
+                elif event.type == "content_block_delta" and event.delta.type == "text_delta":
+                    parts.append(event.delta.text)
+                elif event.type == "message_delta":
+                    stop_reason = event.delta.stop_reason or stop_reason
+                    _take_usage(counts, event.usage)
+                elif event.type == "message_stop":
+                    finished = True
+        finally:
+            await stream.close()
+        if not finished:
+            raise CallError("broken_stream", "stream ended before message_stop")
+        text = "".join(parts)
+        if not counts:
+            return text, estimate_usage(system, messages, text), stop_reason, model
+        usage = Usage(
+            input_tokens=counts.get("input_tokens", 0),
+            output_tokens=counts.get("output_tokens", 0),
+            cache_read_tokens=counts.get("cache_read_input_tokens", 0),
+            cache_write_tokens=counts.get("cache_creation_input_tokens", 0),
+        )
+        return text, usage, stop_reason, model
+
+
+def create(model: str, settings: Settings) -> AnthropicMessages:
+    """The provider factory the registry calls for `anthropic:MODEL`."""
+    return AnthropicMessages(model, settings)
+
+
+def _wire_messages(messages: Sequence[Message]) -> list[MessageParam]:
+    wire: list[MessageParam] = []
+    for message in messages:
+        if message.role == "user":
+            wire.append({"role": "user", "content": message.content})
+        else:
+            wire.append({"role": "assistant", "content": message.content})
+    return wire
+
+
+def _take_usage(counts: dict[str, int], usage: Any) -> None:
+    # message_delta repeats or updates the counts of message_start; later values win.
+    for name in (
+        "input_tokens",
+        "output_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+    ):
+        value = getattr(usage, name, None)
+        if isinstance(value, int):
+            counts[name] = value
+
+
+def _status_error(exc: anthropic.APIStatusError) -> CallError:
+    body: dict[str, Any] = exc.body if isinstance(exc.body, dict) else {}
+    raw_error = body.get("error")
+    error: dict[str, Any] = raw_error if isinstance(raw_error, dict) else {}
+    kind = error.get("type") if isinstance(error.get("type"), str) else None
+    message = error.get("message") if isinstance(error.get("message"), str) else None
+    status = exc.status_code
+    if status < 400 and kind is not None:
+        status = _STREAM_ERROR_STATUS.get(kind, 500)
+    return CallError(
+        "status",
+        message or exc.message,
+        status=status,
+        headers=dict(exc.response.headers),
+        code=kind,
+    )

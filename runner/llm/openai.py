@@ -1,0 +1,188 @@
+"""The `openai` provider: Chat Completions, streamed, against OpenAI or any compatible server.
+
+With `openai_base_url` set this is the route to vLLM, llama.cpp, Ollama, OpenRouter, Groq,
+DeepSeek and Gemini's compatible endpoint; see docs/providers.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import httpx2
+import openai
+from openai.types.chat import ChatCompletionMessageParam
+
+from runner.errors import ConfigError
+from runner.llm.base import Message, Reply, RetryEvent, Usage
+from runner.llm.models import lookup_model
+from runner.llm.retry import CallError, CallTarget, Sleep, call_with_retries
+from runner.llm.streaming import estimate_usage, idle_chunks, within_idle
+from runner.settings import Settings
+
+__all__ = ["DEFAULT_BASE_URL", "KEY_ENV", "OpenAIChat", "create"]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+KEY_ENV = "OPENAI_API_KEY"
+# Local servers (llama.cpp, vLLM, Ollama) ignore the key, but the SDK insists on one.
+_PLACEHOLDER_KEY = "not-needed"
+# Reasoning models reject `max_tokens`; compatible servers do not all know the newer name.
+_COMPLETION_TOKENS_MODELS = re.compile(r"^(o\d|gpt-5)")
+
+
+class OpenAIChat:
+    """An OpenAI Chat Completions model, streamed, retried by `runner.llm.retry`."""
+
+    provider = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        settings: Settings,
+        *,
+        http_client: httpx2.AsyncClient | None = None,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+        base_url = settings.openai_base_url
+        if not key and base_url is None:
+            raise ConfigError(
+                f"the openai provider needs an API key: set {KEY_ENV}"
+                " (or AGENT_RUNNER_OPENAI_API_KEY), or set OPENAI_BASE_URL to a compatible server"
+                " that needs none"
+            )
+        self.model = model
+        self.info = lookup_model(model, settings.models)
+        self._settings = settings
+        self._sleep = sleep
+        self._target = CallTarget(
+            self.provider, model, base_url or DEFAULT_BASE_URL, KEY_ENV if key else None
+        )
+        timeout = settings.retry.request_timeout_s
+        self._client = openai.AsyncOpenAI(
+            api_key=key or _PLACEHOLDER_KEY,
+            base_url=base_url or DEFAULT_BASE_URL,
+            max_retries=0,
+            timeout=httpx2.Timeout(timeout, connect=min(timeout, 30.0)),
+            http_client=http_client,
+        )
+
+    async def complete(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        *,
+        on_retry: Callable[[RetryEvent], None] | None = None,
+    ) -> Reply:
+        """Stream one reply; see `runner.llm.base.LLM`."""
+        started = time.monotonic()
+        (text, usage, stop_reason, model), retries = await call_with_retries(
+            lambda: self._attempt(system, messages),
+            target=self._target,
+            policy=self._settings.retry,
+            on_retry=on_retry,
+            sleep=self._sleep,
+        )
+        return Reply(text, usage, stop_reason, time.monotonic() - started, retries, model)
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections."""
+        await self._client.close()
+
+    async def _attempt(
+        self, system: str, messages: Sequence[Message]
+    ) -> tuple[str, Usage, str, str]:
+        try:
+            return await self._stream(system, messages)
+        except openai.APIStatusError as exc:
+            raise _status_error(exc) from exc
+        except openai.APITimeoutError as exc:
+            raise CallError("timeout", f"request timed out: {exc}") from exc
+        except openai.APIConnectionError as exc:
+            cause = exc.__cause__ or exc
+            raise CallError("connection", f"connection failed: {cause!r}") from exc
+        except openai.APIError as exc:
+            # An error event inside a 200 stream: the stream broke and is retried whole.
+            raise CallError("broken_stream", f"stream error: {exc.message}") from exc
+
+    async def _stream(
+        self, system: str, messages: Sequence[Message]
+    ) -> tuple[str, Usage, str, str]:
+        idle_s = self._settings.retry.idle_timeout_s
+        limit = self._settings.max_output_tokens
+        new_limit_name = bool(_COMPLETION_TOKENS_MODELS.match(self.model))
+        temperature = self._settings.temperature
+        stream = await within_idle(
+            self._client.chat.completions.create(
+                model=self.model,
+                messages=_wire_messages(system, messages),
+                stream=True,
+                stream_options={"include_usage": True},
+                max_completion_tokens=limit if new_limit_name else openai.omit,
+                max_tokens=openai.omit if new_limit_name else limit,
+                temperature=openai.omit if temperature is None else temperature,
+            ),
+            idle_s,
+            f"{self._target.base_url}",
+        )
+        parts: list[str] = []
+        usage: Usage | None = None
+        stop_reason: str | None = None
+        model = self.model
+        try:
+            async for chunk in idle_chunks(aiter(stream), idle_s):
+                model = chunk.model or model
+                if chunk.usage is not None:
+                    usage = _usage(chunk.usage)
+                for choice in chunk.choices:
+                    if choice.delta.content:
+                        parts.append(choice.delta.content)
+                    if choice.finish_reason:
+                        stop_reason = choice.finish_reason
+        finally:
+            await stream.close()
+        text = "".join(parts)
+        if stop_reason is None:
+            raise CallError("broken_stream", "stream ended before its finish_reason")
+        return text, usage or estimate_usage(system, messages, text), stop_reason, model
+
+
+def create(model: str, settings: Settings) -> OpenAIChat:
+    """The provider factory the registry calls for `openai:MODEL`."""
+    return OpenAIChat(model, settings)
+
+
+def _wire_messages(system: str, messages: Sequence[Message]) -> list[ChatCompletionMessageParam]:
+    wire: list[ChatCompletionMessageParam] = [{"role": "system", "content": system}]
+    for message in messages:
+        if message.role == "user":
+            wire.append({"role": "user", "content": message.content})
+        else:
+            wire.append({"role": "assistant", "content": message.content})
+    return wire
+
+
+def _usage(raw: Any) -> Usage:
+    details = getattr(raw, "prompt_tokens_details", None)
+    cached = (getattr(details, "cached_tokens", None) or 0) if details is not None else 0
+    prompt = raw.prompt_tokens or 0
+    return Usage(
+        input_tokens=max(0, prompt - cached),
+        output_tokens=raw.completion_tokens or 0,
+        cache_read_tokens=cached,
+    )
+
+
+def _status_error(exc: openai.APIStatusError) -> CallError:
+    body = exc.body if isinstance(exc.body, dict) else {}
+    message = body.get("message") if isinstance(body.get("message"), str) else None
+    return CallError(
+        "status",
+        message or exc.message,
+        status=exc.status_code,
+        headers=dict(exc.response.headers),
+        code=exc.code,
+    )
