@@ -1,0 +1,73 @@
+"""Path confinement for the workspace server: every path the model gives stays inside the root."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+__all__ = ["Confinement", "WorkspaceError"]
+
+
+class WorkspaceError(Exception):
+    """A refusal or failure the model should read; the message says what to do instead."""
+
+
+class Confinement:
+    """Resolves the model's paths against the root, refusing anything that leaves it.
+
+    Symlinks are resolved before the check, for paths that do not exist yet through their deepest
+    existing parent, so a link (or a link inside a missing path) cannot point out of the root.
+    """
+
+    def __init__(self, root: Path, readable: tuple[Path, ...] = ()) -> None:
+        self.root = root.resolve(strict=True)
+        self._readable = tuple(path.resolve() for path in readable)
+
+    def resolve(self, path: str, *, write: bool = False) -> Path:
+        """The real path for `path` (relative to the root, or absolute inside it)."""
+        if not path.strip():
+            raise WorkspaceError("the path is empty; give a path relative to the workspace root")
+        if "\x00" in path:
+            raise WorkspaceError("the path contains a NUL byte")
+        given = Path(path)
+        real = Path(os.path.realpath(given if given.is_absolute() else self.root / given))
+        if not self._inside(real, write=write):
+            raise WorkspaceError(
+                f"{path!r} is outside the workspace root {self.root} (after resolving '..' and "
+                "symlinks); only paths inside the root can be used"
+            )
+        if write:
+            self._check_writable(path, real)
+        return real
+
+    def relative(self, real: Path) -> str:
+        """How the model should see a path: relative to the root, `.` for the root itself."""
+        try:
+            return real.relative_to(self.root).as_posix() or "."
+        except ValueError:
+            return str(real)
+
+    def _inside(self, real: Path, *, write: bool) -> bool:
+        if real.is_relative_to(self.root):
+            return True
+        return not write and any(real.is_relative_to(extra) for extra in self._readable)
+
+    def _check_writable(self, given: str, real: Path) -> None:
+        rel = real.relative_to(self.root)
+        if rel.parts and rel.parts[0] == ".git":
+            raise WorkspaceError(
+                f"{given!r} is inside .git/; the repository's internals cannot be written "
+                "(use execute_command with git commands instead)"
+            )
+        try:
+            info = real.lstat()
+        except FileNotFoundError:
+            return
+        if stat.S_ISDIR(info.st_mode):
+            raise WorkspaceError(f"{given!r} is a directory, not a file")
+        if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+            raise WorkspaceError(
+                f"{given!r} has {info.st_nlink} hard links; a write could change a file outside "
+                "the workspace, so it is refused (delete it and write a new file instead)"
+            )
