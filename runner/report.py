@@ -1,0 +1,245 @@
+"""The JSON run summary, the run's exit code, and what every report shares (DESIGN section 9).
+
+The other reports build on this module: `runner.report_junit` (JUnit XML and `report merge`),
+`runner.report_console` (task lines and the final table) and `runner.report_github` (step summary,
+annotations, outputs, masks). Nothing here reads the environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from runner.errors import ConfigError, ExitCode, worst_exit_code
+from runner.outcome import RunSummary, TaskOutcome, Totals
+from runner.redact import Redactor
+
+__all__ = [
+    "EXIT_CODE_MEANINGS",
+    "SUMMARY_VERSION",
+    "display_path",
+    "exit_code_of",
+    "format_cost",
+    "format_duration",
+    "format_tokens",
+    "merge_summaries",
+    "one_line",
+    "summary_json",
+    "summary_text",
+    "write_summary_json",
+    "write_text_atomic",
+]
+
+SUMMARY_VERSION = 1
+"""Version of the `summary.json` format; bumped when a field changes meaning or goes away."""
+
+EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
+    ExitCode.OK: "every selected task passed",
+    ExitCode.FAILED: "at least one task failed",
+    ExitCode.USAGE: "usage or configuration error; nothing ran",
+    ExitCode.INTERNAL: "internal error (a bug)",
+    ExitCode.INFRASTRUCTURE: "infrastructure error (provider or MCP server)",
+    ExitCode.BUDGET: "a limit stopped a task before it completed",
+    ExitCode.SIGINT: "interrupted by SIGINT",
+    ExitCode.SIGTERM: "interrupted by SIGTERM",
+}
+"""One phrase per exit code, as the DESIGN's table words it."""
+
+_TOTALS_FIELDS = (
+    "turns",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cost_usd",
+    "tool_calls",
+    "duration_s",
+)
+
+
+def exit_code_of(outcomes: list[TaskOutcome]) -> ExitCode:
+    """The run's single exit code: the worst of the tasks' own codes (3, 4, 1, 5, 0)."""
+    return worst_exit_code([o.exit_code for o in outcomes])
+
+
+def display_path(path: Path) -> str:
+    """`path` relative to the working directory where it lies below it, in POSIX form."""
+    if path.is_absolute():
+        try:
+            return path.relative_to(Path.cwd()).as_posix()
+        except ValueError:
+            return path.as_posix()
+    return path.as_posix()
+
+
+def format_cost(usd: float) -> str:
+    """`$0.0123`: four decimals, since one task often costs less than a cent."""
+    return f"${usd:.4f}"
+
+
+def format_tokens(tokens: int) -> str:
+    """`12,345`."""
+    return f"{tokens:,}"
+
+
+def format_duration(seconds: float) -> str:
+    """`4.2s`, `3m05s`, `1h02m`."""
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    whole = int(seconds)
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+
+
+def one_line(text: str, limit: int = 200) -> str:
+    """`text` on one line (whitespace runs collapsed), cut to `limit` characters with `…`."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file and a rename, so a reader (or a kill)
+    never sees half a report."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _totals_json(totals: Totals) -> dict[str, Any]:
+    data: dict[str, Any] = {name: getattr(totals, name) for name in _TOTALS_FIELDS}
+    data["tokens"] = totals.tokens
+    return data
+
+
+def _task_json(outcome: TaskOutcome) -> dict[str, Any]:
+    return {
+        "name": outcome.name,
+        "file": display_path(outcome.task_file),
+        "status": outcome.status,
+        "kind": outcome.kind,
+        "reason": outcome.reason,
+        "result": outcome.result,
+        "exit_code": int(outcome.exit_code),
+        "model": outcome.model,
+        "turns": outcome.totals.turns,
+        "tokens": outcome.totals.tokens,
+        "cost_usd": outcome.totals.cost_usd,
+        "duration_s": outcome.totals.duration_s,
+        "session_log": display_path(outcome.session_log) if outcome.session_log else None,
+        "session_id": outcome.session_id,
+    }
+
+
+def summary_json(summary: RunSummary) -> dict[str, Any]:
+    """The machine-readable summary of a run (not yet redacted: `write_summary_json` redacts)."""
+    return {
+        "version": SUMMARY_VERSION,
+        "run_id": summary.run_id,
+        "runner_version": summary.runner_version,
+        "model": summary.model,
+        "exit_code": int(summary.exit_code),
+        "passed": summary.passed,
+        "failed": summary.failed,
+        "totals": _totals_json(summary.totals),
+        "out_dir": display_path(summary.out_dir),
+        "junit": display_path(summary.junit_path) if summary.junit_path else None,
+        "tasks": [_task_json(o) for o in summary.outcomes],
+    }
+
+
+def summary_text(summary: RunSummary, redactor: Redactor) -> str:
+    """The redacted summary as indented JSON text, as `--output json` prints it."""
+    return json.dumps(redactor.data(summary_json(summary)), indent=2, ensure_ascii=False) + "\n"
+
+
+def write_summary_json(summary: RunSummary, path: Path, redactor: Redactor) -> None:
+    """Write the redacted summary to `path` (normally `<out>/summary.json`), atomically."""
+    write_text_atomic(path, summary_text(summary, redactor))
+
+
+def _load_summary(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{path}: summary file not found (pass the shards' summary.json)"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read summary file: {exc.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not a JSON summary: {exc}") from None
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("tasks"), list)
+        or not isinstance(data.get("totals"), dict)
+        or not isinstance(data.get("exit_code"), int)
+    ):
+        raise ConfigError(f"{path}: not an agent-runner summary (no tasks, totals or exit_code)")
+    if not all(isinstance(task, dict) for task in data["tasks"]):
+        raise ConfigError(f"{path}: not an agent-runner summary (a task is not an object)")
+    numbers = data["totals"].values()
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in numbers):
+        raise ConfigError(f"{path}: not an agent-runner summary (a total is not a number)")
+    return data
+
+
+def _common(values: list[Any]) -> Any:
+    """The value all shards agree on, else the distinct values joined with commas."""
+    distinct = list(dict.fromkeys(str(v) for v in values if v not in (None, "")))
+    return distinct[0] if len(distinct) == 1 else ",".join(distinct)
+
+
+def merge_summaries(inputs: list[Path], out: Path) -> None:
+    """Join the `summary.json` files of shards into one: tasks concatenated, totals summed,
+    the worst exit code kept. Raises ConfigError naming a missing or malformed input."""
+    if not inputs:
+        raise ConfigError("report merge: no summary files given")
+    shards = [_load_summary(path) for path in inputs]
+    tasks = [task for shard in shards for task in shard["tasks"]]
+    totals: dict[str, Any] = {}
+    for name in (*_TOTALS_FIELDS, "tokens"):
+        totals[name] = sum(shard["totals"].get(name, 0) for shard in shards)
+    passed = sum(1 for t in tasks if t.get("status") == "passed")
+    merged = {
+        "version": SUMMARY_VERSION,
+        "run_id": _common([s.get("run_id") for s in shards]),
+        "run_ids": [s.get("run_id") for s in shards],
+        "runner_version": _common([s.get("runner_version") for s in shards]),
+        "model": _common([s.get("model") for s in shards]),
+        "exit_code": int(_worst([_exit_code(s["exit_code"]) for s in shards])),
+        "passed": passed,
+        "failed": len(tasks) - passed,
+        "totals": totals,
+        "out_dir": _common([s.get("out_dir") for s in shards]),
+        "junit": None,
+        "tasks": tasks,
+    }
+    write_text_atomic(out, json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
+
+
+def _exit_code(value: int) -> ExitCode:
+    try:
+        return ExitCode(value)
+    except ValueError:
+        # A code this runner does not know can only come from a newer or broken shard.
+        return ExitCode.INTERNAL
+
+
+def _worst(codes: list[ExitCode]) -> ExitCode:
+    worst = worst_exit_code(codes)
+    # worst_exit_code leaves out 2, which happens before anything runs; a shard that ended so
+    # still means the merged run is not OK.
+    if worst == ExitCode.OK and ExitCode.USAGE in codes:
+        return ExitCode.USAGE
+    return worst
