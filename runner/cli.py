@@ -1,1 +1,219 @@
-def main(argv: list[str] | None = None) -> int:\n    return 0
+"""Command line: argparse -> settings -> commands. The one place that turns errors into exit codes.
+
+Nothing here imports an LLM or MCP SDK at module level, so `--version` and `--help` stay fast;
+each command imports what it needs when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from runner import __version__
+from runner.errors import ConfigError, ExitCode, NotBuiltError, RunnerError
+
+__all__ = ["build_parser", "main"]
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Handler | None = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return ExitCode.USAGE
+    try:
+        return handler(args)
+    except RunnerError as exc:
+        print(f"agent-runner: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except BaseExceptionGroup as group:
+        # Task groups wrap errors; an operator error inside one is still an operator error.
+        leaf = _first_runner_error(group)
+        if leaf is None:
+            traceback.print_exc()
+            return ExitCode.INTERNAL
+        print(f"agent-runner: {leaf}", file=sys.stderr)
+        return leaf.exit_code
+    except KeyboardInterrupt:
+        print("agent-runner: interrupted", file=sys.stderr)
+        return ExitCode.SIGINT
+    except Exception:
+        traceback.print_exc()
+        print("agent-runner: internal error (a bug); please report it", file=sys.stderr)
+        return ExitCode.INTERNAL
+
+
+def _first_runner_error(group: BaseExceptionGroup[BaseException]) -> RunnerError | None:
+    for exc in group.exceptions:
+        if isinstance(exc, RunnerError):
+            return exc
+        if isinstance(exc, BaseExceptionGroup):
+            found = _first_runner_error(exc)
+            if found is not None:
+                return found
+    return None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agent-runner",
+        description="Run LLM agents non-interactively: task files in; exit codes, JUnit, "
+        "session logs and step summaries out.",
+        epilog="Exit codes: 0 passed, 1 failed, 2 usage/config error, 3 internal error, "
+        "4 infrastructure error, 5 budget exceeded, 130/143 interrupted.",
+    )
+    parser.add_argument("--version", action="version", version=f"agent-runner {__version__}")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+    _add_run(commands)
+    _add_resume(commands)
+    _add_validate(commands)
+    _add_prompt(commands)
+    _add_log(commands)
+    _add_report(commands)
+    _add_mcp(commands)
+    return parser
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, metavar="FILE",
+                        help="config file instead of ./agent-runner.yaml")
+    parser.add_argument("--log-level", choices=["debug", "info", "warning", "error"],
+                        help="verbosity of the runner's own diagnostics")
+
+
+def _run_options(parser: argparse.ArgumentParser) -> None:
+    _common(parser)
+    parser.add_argument("--model", metavar="PROVIDER:MODEL", help="model for every task")
+    parser.add_argument("--out", type=Path, metavar="DIR",
+                        help="artifacts folder (default: agent-runs/)")
+    parser.add_argument("--junit", type=Path, metavar="PATH", help="JUnit XML report path")
+    parser.add_argument("--max-cost-usd", type=float, metavar="X", help="cost cap for the run")
+    parser.add_argument("--output", choices=["text", "json"], default="text",
+                        help="console summary format")
+    parser.add_argument("-q", "--quiet", action="store_true", help="only the final summary")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print transcripts")
+
+
+def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    run = commands.add_parser("run", help="run task files",
+                              description="Run task files (files, directories or globs).")
+    run.add_argument("paths", nargs="+", metavar="PATH")
+    _run_options(run)
+    run.add_argument("--jobs", type=int, metavar="N", help="tasks run at once")
+    run.add_argument("--shard", metavar="K/N", help="run only shard K of N (1-based)")
+    run.add_argument("--filter", action="append", metavar="GLOB", help="task names to run")
+    run.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                     help="set a declared param (repeatable)")
+    run.add_argument("--fail-fast", action="store_true", help="stop at the first failed task")
+    run.set_defaults(handler=_not_built("run"))
+
+
+def _add_resume(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    resume = commands.add_parser(
+        "resume", help="continue sessions from their logs",
+        description="Continue sessions from their logs. A directory resumes every session in it "
+        "that did not pass.")
+    resume.add_argument("paths", nargs="+", metavar="LOG_OR_DIR")
+    resume.add_argument("--message", help="the user message to continue with")
+    _run_options(resume)
+    resume.add_argument("--max-turns", type=int, help="raise the turn limit")
+    resume.add_argument("--max-tokens", type=int, help="raise the token limit")
+    resume.add_argument("--task-max-cost-usd", type=float, help="raise the per-task cost limit")
+    resume.add_argument("--timeout", help="raise the wall-time limit (90s, 20m, 1h)")
+    resume.set_defaults(handler=_not_built("resume"))
+
+
+def _add_validate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    validate = commands.add_parser(
+        "validate", help="check task files and config without running",
+        description="Check task files and config; print every problem as file:line: message.")
+    validate.add_argument("paths", nargs="+", metavar="PATH")
+    validate.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
+    _common(validate)
+    validate.set_defaults(handler=_validate)
+
+
+def _add_prompt(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    prompt = commands.add_parser(
+        "prompt", help="print the system prompt a task would get",
+        description="Print the exact system prompt of a task (starts its MCP servers to list "
+        "their tools).")
+    prompt.add_argument("task", metavar="TASK", help="a task file")
+    prompt.add_argument("--name", help="which task of a suite file")
+    prompt.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
+    _common(prompt)
+    prompt.set_defaults(handler=_prompt)
+
+
+def _add_log(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    log = commands.add_parser("log", help="read session logs")
+    sub = log.add_subparsers(title="log commands", metavar="COMMAND")
+    show = sub.add_parser("show", help="print a session log as a transcript")
+    show.add_argument("log", type=Path, metavar="LOG")
+    show.set_defaults(handler=_not_built("log show"))
+    export = sub.add_parser("export", help="export a session log")
+    export.add_argument("log", type=Path, metavar="LOG")
+    export.add_argument("--format", choices=["json", "markdown"], default="json")
+    export.set_defaults(handler=_not_built("log export"))
+
+
+def _add_report(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    report = commands.add_parser("report", help="work with reports")
+    sub = report.add_subparsers(title="report commands", metavar="COMMAND")
+    merge = sub.add_parser("merge", help="merge shard JUnit files into one")
+    merge.add_argument("inputs", nargs="+", type=Path, metavar="JUNIT")
+    merge.add_argument("-o", "--output", type=Path, required=True, metavar="OUT")
+    merge.set_defaults(handler=_not_built("report merge"))
+
+
+def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    mcp = commands.add_parser("mcp", help="built-in MCP servers")
+    sub = mcp.add_subparsers(title="servers", metavar="SERVER")
+    workspace = sub.add_parser(
+        "workspace", help="the workspace MCP server over stdio",
+        description="Serve the built-in workspace tools over stdio, confined to --root.")
+    workspace.add_argument("--root", type=Path, required=True, metavar="DIR")
+    workspace.set_defaults(handler=_mcp_workspace)
+
+
+def _not_built(command: str) -> Handler:
+    def handler(args: argparse.Namespace) -> int:
+        raise NotBuiltError(f"`{command}` is not built yet; see the open issues")
+
+    return handler
+
+
+def parse_params(pairs: Sequence[str]) -> dict[str, str]:
+    """`KEY=VALUE` pairs from `--param`."""
+    params: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--param {pair!r}: write it as KEY=VALUE")
+        params[key.strip()] = value
+    return params
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from runner.commands import validate
+
+    return validate(args.paths, parse_params(args.param), args.config)
+
+
+def _prompt(args: argparse.Namespace) -> int:
+    from runner.commands import print_prompt
+
+    return print_prompt(args.task, args.name, parse_params(args.param), args.config)
+
+
+def _mcp_workspace(args: argparse.Namespace) -> int:
+    from runner.workspace import serve
+
+    return serve(args.root)

@@ -19,6 +19,7 @@ Path_ = tuple[str | int, ...]
 
 _MAX_NODES = 200_000  # far above any real task file; stops "billion laughs" alias expansion
 _MAX_DEPTH = 64
+_PLAIN_TAGS = {"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:omap"}
 
 
 class YamlError(Exception):
@@ -61,6 +62,8 @@ class _Builder:
         if depth > _MAX_DEPTH:
             raise _error(node, f"nesting deeper than {_MAX_DEPTH} levels", "flatten the file")
         self.marks.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
+        if isinstance(node, yaml.MappingNode | yaml.SequenceNode) and node.tag not in _PLAIN_TAGS:
+            raise _error(node, f"unsupported YAML tag {node.tag}", "remove the tag")
         if isinstance(node, yaml.MappingNode):
             return self._mapping(node, path, depth)
         if isinstance(node, yaml.SequenceNode):

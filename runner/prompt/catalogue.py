@@ -1,0 +1,154 @@
+"""MCP SERVERS, TOOL USE and TOOLS: the catalogue rendered from tool specs (DESIGN section 4)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from runner.prompt.sections import Section
+from runner.toolspec import ATTEMPT_COMPLETION, ToolSpec
+
+__all__ = ["catalogue_sections", "describe_type", "example_value"]
+
+TOOL_USE = """\
+You act by calling tools. A tool call is XML in your reply: the tool's name as the outer tag and
+each parameter as an inner tag. For example:
+
+<read_file>
+<path>src/main.py</path>
+</read_file>
+
+- Write parameter values as plain text, exactly as they should arrive: no escaping, no quotes around
+  strings. Numbers, booleans, arrays and objects are written as JSON (`3`, `true`, `["a", "b"]`).
+- You may put several tool calls in one message; they run in order, and you get all their results
+  in the next message. Calls that depend on an earlier result belong in a later message.
+- Text outside tool calls is kept as your reasoning. Nobody reads it during the run and nobody will
+  answer questions: this is a non-interactive run.
+- When the task is done, or cannot be done, call attempt_completion with the final result. It ends
+  the session; tool calls after it in the same message do not run. A message with neither a tool
+  call nor attempt_completion gets a reminder, and several in a row fail the task."""
+
+
+def catalogue_sections(
+    servers: Mapping[str, Sequence[ToolSpec]], tools: Sequence[ToolSpec]
+) -> list[Section]:
+    """MCP SERVERS, TOOL USE and TOOLS; `tools` are exposed tools, attempt_completion is added."""
+    every_tool = [*tools, ATTEMPT_COMPLETION]
+    return [
+        Section("MCP SERVERS", _servers_text(servers), "generated"),
+        Section("TOOL USE", TOOL_USE, "generated"),
+        Section("TOOLS", "\n\n".join(_tool_entry(t) for t in every_tool), "generated"),
+    ]
+
+
+def _servers_text(servers: Mapping[str, Sequence[ToolSpec]]) -> str:
+    if not servers:
+        return (
+            "No MCP servers are connected, so the only tool is attempt_completion. "
+            "(The tool catalogue is rendered without servers.)"
+        )
+    lines = ["These MCP servers provide your tools:", ""]
+    for name, specs in servers.items():
+        names = ", ".join(spec.name for spec in specs) or "(no tools)"
+        lines.append(f"- {name}: {names}")
+    return "\n".join(lines)
+
+
+def _tool_entry(spec: ToolSpec) -> str:
+    schema = spec.input_schema or {}
+    properties: dict[str, Any] = schema.get("properties") or {}
+    required = set(schema.get("required") or [])
+    lines = [f"## {spec.name}", f"Description: {spec.description.strip() or '(none given)'}"]
+    if spec.server:
+        lines.append(f"Server: {spec.server}")
+    lines.append("Parameters:")
+    if not properties:
+        lines.append("- (none)")
+    for name, prop in properties.items():
+        need = "required" if name in required else "optional"
+        about = str(prop.get("description", "")).strip()
+        lines.append(f"- {name} ({need}, {describe_type(prop, schema)})" + (f": {about}" if about else ""))
+    usage = {name: f"{name} here" for name in properties if name in required or len(properties) <= 3}
+    lines += ["Usage:", _xml(spec.name, usage)]
+    example = {name: _as_text(example_value(prop, schema)) for name, prop in properties.items()
+               if name in required}
+    lines += ["Example:", _xml(spec.name, example)]
+    return "\n".join(lines)
+
+
+def _xml(tool: str, values: Mapping[str, str]) -> str:
+    inner = [f"<{name}>{value}</{name}>" for name, value in values.items()]
+    return "\n".join([f"<{tool}>", *inner, f"</{tool}>"])
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _resolve(prop: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
+    ref = prop.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target.get(part, {}) if isinstance(target, Mapping) else {}
+        return target if isinstance(target, Mapping) else {}
+    return prop
+
+
+def describe_type(prop: Mapping[str, Any], root: Mapping[str, Any]) -> str:
+    """A short human form of a property's schema: `string`, `integer or null`, `one of: a, b`."""
+    prop = _resolve(prop, root)
+    if "enum" in prop:
+        return "one of: " + ", ".join(json.dumps(v) if not isinstance(v, str) else v for v in prop["enum"])
+    for key in ("anyOf", "oneOf"):
+        if key in prop:
+            return " or ".join(describe_type(option, root) for option in prop[key])
+    kind = prop.get("type")
+    if isinstance(kind, list):
+        return " or ".join(str(k) for k in kind)
+    if kind == "array" and isinstance(prop.get("items"), Mapping):
+        return f"array of {describe_type(prop['items'], root)}"
+    return str(kind) if kind else "any JSON value"
+
+
+def example_value(prop: Mapping[str, Any], root: Mapping[str, Any]) -> Any:
+    """A plausible value for a property, built from its schema."""
+    prop = _resolve(prop, root)
+    if "default" in prop and prop["default"] is not None:
+        return prop["default"]
+    if prop.get("enum"):
+        return prop["enum"][0]
+    if "examples" in prop and prop["examples"]:
+        return prop["examples"][0]
+    for key in ("anyOf", "oneOf"):
+        options = [o for o in prop.get(key, []) if _resolve(o, root).get("type") != "null"]
+        if options:
+            return example_value(options[0], root)
+    kind = prop.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    if kind == "integer":
+        return max(1, int(prop.get("minimum", 1)))
+    if kind == "number":
+        return float(prop.get("minimum", 1.5))
+    if kind == "boolean":
+        return True
+    if kind == "array":
+        item = prop.get("items")
+        return [example_value(item, root)] if isinstance(item, Mapping) else []
+    if kind == "object":
+        props = prop.get("properties") or {}
+        return {name: example_value(p, root) for name, p in props.items()}
+    return _example_string(prop)
+
+
+def _example_string(prop: Mapping[str, Any]) -> str:
+    words = str(prop.get("description", "")).lower()
+    if "path" in words or "file" in words:
+        return "src/main.py"
+    if "command" in words:
+        return "ls -la"
+    if "regex" in words or "pattern" in words:
+        return "TODO"
+    return "text"

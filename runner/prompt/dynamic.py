@@ -1,0 +1,93 @@
+"""Sections generated at session start: SYSTEM INFORMATION, WORKSPACE FILES, PROJECT CONTEXT."""
+
+from __future__ import annotations
+
+import getpass
+import platform
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from runner.files import list_tree
+from runner.prompt.sections import Section
+
+__all__ = ["HostFacts", "dynamic_sections", "host_facts"]
+
+WORKSPACE_FILES_LIMIT = 200
+PROJECT_CONTEXT_FILE = "AGENTS.md"
+PROJECT_CONTEXT_LIMIT = 20_000  # characters; AGENTS.md is guidance, not a place for whole docs
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """What the agent is told about the machine; passed in so tests can pin it."""
+
+    os: str
+    shell: str
+    user: str
+    time: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"os": self.os, "shell": self.shell, "user": self.user, "time": self.time}
+
+
+def host_facts(env: dict[str, str]) -> HostFacts:
+    """Facts about this machine, now."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry, as in some containers
+        user = env.get("USER", "unknown")
+    return HostFacts(
+        os=f"{platform.system()} {platform.release()} ({platform.machine()})",
+        shell=env.get("SHELL", "/bin/sh"),
+        user=user,
+        time=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+
+
+def dynamic_sections(workdir: Path, facts: HostFacts) -> list[Section]:
+    """The three generated sections; PROJECT CONTEXT only when AGENTS.md exists."""
+    sections = [_system_information(workdir, facts), _workspace_files(workdir)]
+    context = _project_context(workdir)
+    if context is not None:
+        sections.append(context)
+    return sections
+
+
+def _system_information(workdir: Path, facts: HostFacts) -> Section:
+    text = "\n".join(
+        [
+            f"Operating system: {facts.os}",
+            f"Shell: {facts.shell}",
+            f"Working directory: {workdir}",
+            f"Current time: {facts.time}",
+            f"User: {facts.user}",
+        ]
+    )
+    return Section("SYSTEM INFORMATION", text, "generated")
+
+
+def _workspace_files(workdir: Path) -> Section:
+    listing = list_tree(workdir, WORKSPACE_FILES_LIMIT)
+    lines = [f"Files in {workdir} (ignoring what .gitignore ignores):", ""]
+    lines += listing.paths or ["(empty)"]
+    if listing.truncated:
+        lines += [
+            "",
+            f"(Listing cut at {WORKSPACE_FILES_LIMIT} entries; use list_files to see the rest.)",
+        ]
+    return Section("WORKSPACE FILES", "\n".join(lines), "generated")
+
+
+def _project_context(workdir: Path) -> Section | None:
+    path = workdir / PROJECT_CONTEXT_FILE
+    if not path.is_file():
+        return None
+    text = path.read_text(encoding="utf-8", errors="replace").strip()
+    if len(text) > PROJECT_CONTEXT_LIMIT:
+        text = (
+            text[:PROJECT_CONTEXT_LIMIT]
+            + f"\n\n(AGENTS.md cut at {PROJECT_CONTEXT_LIMIT} characters; read_file shows it all.)"
+        )
+    intro = f"From {PROJECT_CONTEXT_FILE} in the working directory:\n\n"
+    return Section("PROJECT CONTEXT", intro + text, str(path))
