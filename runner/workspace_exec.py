@@ -157,7 +157,9 @@ async def _ripgrep(
     args += ["--max-columns", "500", "--max-count", str(MAX_SEARCH_MATCHES)]
     if file_pattern:
         args += ["--glob", file_pattern]
-    args += ["-e", regex, "--", str(real.relative_to(root)) if real != root else "."]
+    args += ["-e", regex]
+    if real != root:  # without a path rg searches the cwd and prints paths without "./"
+        args += ["--", str(real.relative_to(root))]
     result = await anyio.run_process(args, cwd=root, check=False)
     if result.returncode > 1:
         message = result.stderr.decode("utf-8", errors="replace").strip()

@@ -1,0 +1,89 @@
+"""Every path stays inside the root: `..`, absolute paths, symlinks, hard links, .git."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from runner.workspace_files import Files
+from runner.workspace_paths import Confinement, WorkspaceError
+
+
+def test_relative_path_inside_the_root_resolves(paths: Confinement, root: Path) -> None:
+    assert paths.resolve("a/../b.txt") == root.resolve() / "b.txt"
+
+
+def test_absolute_path_inside_the_root_is_accepted(paths: Confinement, root: Path) -> None:
+    assert paths.resolve(str(root / "x.txt")) == root.resolve() / "x.txt"
+
+
+@pytest.mark.parametrize("path", ["../outside/secret.txt", "a/../../outside/secret.txt", ".."])
+def test_dotdot_out_of_the_root_is_refused(files: Files, path: str) -> None:
+    with pytest.raises(WorkspaceError, match="outside the workspace root"):
+        files.read(path)
+
+
+def test_absolute_path_outside_the_root_is_refused(files: Files) -> None:
+    with pytest.raises(WorkspaceError, match="outside the workspace root"):
+        files.read("/etc/passwd")
+
+
+def test_symlink_to_a_file_outside_is_refused_for_read_and_write(
+    files: Files, root: Path, outside: Path
+) -> None:
+    (root / "link.txt").symlink_to(outside / "secret.txt")
+    with pytest.raises(WorkspaceError, match="outside"):
+        files.read("link.txt")
+    with pytest.raises(WorkspaceError, match="outside"):
+        files.write("link.txt", "pwned")
+    assert (outside / "secret.txt").read_text(encoding="utf-8") == "secret\n"
+
+
+def test_symlinked_folder_out_of_the_root_is_refused(
+    files: Files, root: Path, outside: Path
+) -> None:
+    (root / "dir").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(WorkspaceError, match="outside"):
+        files.write("dir/new/deep.txt", "x")
+    assert not (outside / "new").exists()
+
+
+def test_symlink_to_a_file_that_does_not_exist_yet_is_refused(
+    files: Files, root: Path, outside: Path
+) -> None:
+    (root / "dangling.txt").symlink_to(outside / "created.txt")
+    with pytest.raises(WorkspaceError, match="outside"):
+        files.write("dangling.txt", "x")
+    assert not (outside / "created.txt").exists()
+
+
+def test_symlink_inside_the_root_is_followed(files: Files, root: Path) -> None:
+    (root / "real.txt").write_text("hello\n", encoding="utf-8")
+    (root / "alias.txt").symlink_to(root / "real.txt")
+    assert files.read("alias.txt") == "1 | hello"
+
+
+def test_write_to_a_hard_linked_file_is_refused(files: Files, root: Path, outside: Path) -> None:
+    os.link(outside / "secret.txt", root / "hard.txt")
+    assert files.read("hard.txt") == "1 | secret"
+    with pytest.raises(WorkspaceError, match="hard links"):
+        files.write("hard.txt", "pwned")
+    with pytest.raises(WorkspaceError, match="hard links"):
+        files.replace("hard.txt", [("secret", "pwned")])
+    assert (outside / "secret.txt").read_text(encoding="utf-8") == "secret\n"
+
+
+@pytest.mark.parametrize("path", [".git/config", ".git/hooks/pre-commit", "./.git/HEAD"])
+def test_writes_into_dot_git_are_refused(files: Files, root: Path, path: str) -> None:
+    (root / ".git").mkdir()
+    with pytest.raises(WorkspaceError, match=r"\.git"):
+        files.write(path, "x")
+
+
+def test_reading_the_command_output_folder_is_allowed(paths: Confinement, tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    assert paths.resolve(str(tmp_path / "out" / "command-1.log")).name == "command-1.log"
+    with pytest.raises(WorkspaceError, match="outside"):
+        paths.resolve(str(tmp_path / "out" / "command-1.log"), write=True)
