@@ -143,12 +143,12 @@ class AnthropicMessages:
             async for event in idle_chunks(aiter(stream), idle_s):
                 if event.type == "message_start":
                     model = event.message.model or model
-                    _take_usage(counts, event.message.usage)
+                    _take_usage(counts, getattr(event.message, "usage", None))
                 elif event.type == "content_block_delta" and event.delta.type == "text_delta":
                     parts.append(event.delta.text)
                 elif event.type == "message_delta":
                     stop_reason = event.delta.stop_reason or stop_reason
-                    _take_usage(counts, event.usage)
+                    _take_usage(counts, getattr(event, "usage", None))
                 elif event.type == "message_stop":
                     finished = True
         finally:
