@@ -82,44 +82,58 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", type=Path, metavar="FILE",
-                        help="config file instead of ./agent-runner.yaml")
-    parser.add_argument("--log-level", choices=["debug", "info", "warning", "error"],
-                        help="verbosity of the runner's own diagnostics")
+    parser.add_argument(
+        "--config", type=Path, metavar="FILE", help="config file instead of ./agent-runner.yaml"
+    )
+    parser.add_argument(
+        "--log-level",
+        choices=["debug", "info", "warning", "error"],
+        help="verbosity of the runner's own diagnostics",
+    )
 
 
 def _run_options(parser: argparse.ArgumentParser) -> None:
     _common(parser)
     parser.add_argument("--model", metavar="PROVIDER:MODEL", help="model for every task")
-    parser.add_argument("--out", type=Path, metavar="DIR",
-                        help="artifacts folder (default: agent-runs/)")
+    parser.add_argument(
+        "--out", type=Path, metavar="DIR", help="artifacts folder (default: agent-runs/)"
+    )
     parser.add_argument("--junit", type=Path, metavar="PATH", help="JUnit XML report path")
     parser.add_argument("--max-cost-usd", type=float, metavar="X", help="cost cap for the run")
-    parser.add_argument("--output", choices=["text", "json"], default="text",
-                        help="console summary format")
+    parser.add_argument(
+        "--output", choices=["text", "json"], default="text", help="console summary format"
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="only the final summary")
     parser.add_argument("-v", "--verbose", action="store_true", help="print transcripts")
 
 
 def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    run = commands.add_parser("run", help="run task files",
-                              description="Run task files (files, directories or globs).")
+    run = commands.add_parser(
+        "run", help="run task files", description="Run task files (files, directories or globs)."
+    )
     run.add_argument("paths", nargs="+", metavar="PATH")
     _run_options(run)
     run.add_argument("--jobs", type=int, metavar="N", help="tasks run at once")
     run.add_argument("--shard", metavar="K/N", help="run only shard K of N (1-based)")
     run.add_argument("--filter", action="append", metavar="GLOB", help="task names to run")
-    run.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                     help="set a declared param (repeatable)")
+    run.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set a declared param (repeatable)",
+    )
     run.add_argument("--fail-fast", action="store_true", help="stop at the first failed task")
     run.set_defaults(handler=_not_built("run"))
 
 
 def _add_resume(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     resume = commands.add_parser(
-        "resume", help="continue sessions from their logs",
+        "resume",
+        help="continue sessions from their logs",
         description="Continue sessions from their logs. A directory resumes every session in it "
-        "that did not pass.")
+        "that did not pass.",
+    )
     resume.add_argument("paths", nargs="+", metavar="LOG_OR_DIR")
     resume.add_argument("--message", help="the user message to continue with")
     _run_options(resume)
@@ -132,8 +146,10 @@ def _add_resume(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def _add_validate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     validate = commands.add_parser(
-        "validate", help="check task files and config without running",
-        description="Check task files and config; print every problem as file:line: message.")
+        "validate",
+        help="check task files and config without running",
+        description="Check task files and config; print every problem as file:line: message.",
+    )
     validate.add_argument("paths", nargs="+", metavar="PATH")
     validate.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
     _common(validate)
@@ -142,9 +158,11 @@ def _add_validate(commands: argparse._SubParsersAction[argparse.ArgumentParser])
 
 def _add_prompt(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     prompt = commands.add_parser(
-        "prompt", help="print the system prompt a task would get",
+        "prompt",
+        help="print the system prompt a task would get",
         description="Print the exact system prompt of a task (starts its MCP servers to list "
-        "their tools).")
+        "their tools).",
+    )
     prompt.add_argument("task", metavar="TASK", help="a task file")
     prompt.add_argument("--name", help="which task of a suite file")
     prompt.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
@@ -177,8 +195,10 @@ def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     mcp = commands.add_parser("mcp", help="built-in MCP servers")
     sub = mcp.add_subparsers(title="servers", metavar="SERVER")
     workspace = sub.add_parser(
-        "workspace", help="the workspace MCP server over stdio",
-        description="Serve the built-in workspace tools over stdio, confined to --root.")
+        "workspace",
+        help="the workspace MCP server over stdio",
+        description="Serve the built-in workspace tools over stdio, confined to --root.",
+    )
     workspace.add_argument("--root", type=Path, required=True, metavar="DIR")
     workspace.set_defaults(handler=_mcp_workspace)
 

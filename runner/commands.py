@@ -18,9 +18,7 @@ def load_selected_tasks(
 ) -> list[Task]:
     """Discover and load tasks with the config's extensions and the process environment."""
     files = discover_task_files(paths)
-    return load_tasks(
-        files, params=params, config_extensions=settings.extensions, env=environ()
-    )
+    return load_tasks(files, params=params, config_extensions=settings.extensions, env=environ())
 
 
 def validate(paths: Sequence[str], params: Mapping[str, str], config: Path | None) -> int:
@@ -33,13 +31,13 @@ def validate(paths: Sequence[str], params: Mapping[str, str], config: Path | Non
             print(problem, file=sys.stderr)
         print(f"{len(exc.problems)} problem(s) found", file=sys.stderr)
         return ExitCode.USAGE
-    from runner.prompt.builder import default_prompts_dir
-    from runner.prompt.sections import load_sections
+    from runner.prompt.sections import default_prompts_dir, load_sections
 
     for task in tasks:
         try:
-            load_sections([default_prompts_dir(), *settings.prompts, *task.prompt_dirs],
-                          task.spec.sections)
+            load_sections(
+                [default_prompts_dir(), *settings.prompts, *task.prompt_dirs], task.spec.sections
+            )
         except ConfigError as exc:
             raise ConfigError(f"{task.file}:{task.line}: task {task.name!r}: {exc}") from None
     files = {task.file for task in tasks}
@@ -76,9 +74,12 @@ def _pick(tasks: list[Task], name: str | None, path: str) -> Task:
         for task in tasks:
             if task.name == name:
                 return task
-        raise ConfigError(f"{path}: no task named {name!r} (tasks: "
-                          f"{', '.join(t.name for t in tasks)})")
+        raise ConfigError(
+            f"{path}: no task named {name!r} (tasks: {', '.join(t.name for t in tasks)})"
+        )
     if len(tasks) != 1:
-        raise ConfigError(f"{path} holds {len(tasks)} tasks; choose one with --name "
-                          f"({', '.join(t.name for t in tasks)})")
+        raise ConfigError(
+            f"{path} holds {len(tasks)} tasks; choose one with --name "
+            f"({', '.join(t.name for t in tasks)})"
+        )
     return tasks[0]

@@ -1,4 +1,6 @@
-"""MCP server configuration in the seed format (DESIGN section 3), shared by task files and config."""
+"""MCP server configuration in the seed format (DESIGN section 3).
+
+Shared by task files and the config file."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ class Listing:
     truncated: bool
 
 
-def _ignore_spec(folder: Path) -> pathspec.PathSpec | None:
+def _ignore_spec(folder: Path) -> pathspec.GitIgnoreSpec | None:
     gitignore = folder / ".gitignore"
     try:
         lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -34,7 +34,7 @@ def list_tree(root: Path, limit: int, recursive: bool = True) -> Listing:
     """Breadth-first listing of `root`, honouring every .gitignore on the way, at most `limit`."""
     paths: list[str] = []
     # Each queued folder carries the ignore specs that apply to it, with the folder they are from.
-    queue: list[tuple[Path, list[tuple[Path, pathspec.PathSpec]]]] = [(root, [])]
+    queue: list[tuple[Path, list[tuple[Path, pathspec.GitIgnoreSpec]]]] = [(root, [])]
     while queue:
         folder, inherited = queue.pop(0)
         specs = list(inherited)
@@ -61,7 +61,7 @@ def list_tree(root: Path, limit: int, recursive: bool = True) -> Listing:
     return Listing(paths, truncated=False)
 
 
-def _ignored(path: Path, is_dir: bool, specs: list[tuple[Path, pathspec.PathSpec]]) -> bool:
+def _ignored(path: Path, is_dir: bool, specs: list[tuple[Path, pathspec.GitIgnoreSpec]]) -> bool:
     for base, spec in specs:
         relative = path.relative_to(base).as_posix() + ("/" if is_dir else "")
         if spec.match_file(relative):

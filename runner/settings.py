@@ -1,9 +1,9 @@
 """Runner settings, and the one module that reads `os.environ`.
 
-Precedence, highest first: CLI flags > environment (`AGENT_RUNNER_*`, plus the providers' usual
-`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`) > the project config
-(`./agent-runner.yaml`, or `--config FILE`) > the user config (`$XDG_CONFIG_HOME/agent-runner/config.yaml`)
-> defaults.
+Precedence, highest first: CLI flags > environment (`AGENT_RUNNER_*`, plus the providers'
+usual `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`) > the
+project config (`./agent-runner.yaml`, or `--config FILE`) > the user config
+(`$XDG_CONFIG_HOME/agent-runner/config.yaml`) > defaults.
 """
 
 from __future__ import annotations
@@ -78,7 +78,9 @@ class ModelInfo(BaseModel):
 
 
 def _env_alias(name: str, *extra: str) -> AliasChoices:
-    return AliasChoices(name, f"AGENT_RUNNER_{name.upper()}", *extra)
+    # The prefixed variable first: environment names match case-insensitively, so the bare field
+    # name would otherwise pick up the provider variable (OPENAI_API_KEY) before it.
+    return AliasChoices(f"AGENT_RUNNER_{name.upper()}", *extra, name)
 
 
 class Settings(BaseSettings):

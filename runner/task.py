@@ -1,4 +1,7 @@
-"""Load task files into resolved tasks, with every problem reported as `file:line:col: field: msg`."""
+"""Load task files into resolved tasks.
+
+Every problem is reported as `file:line:column: field: message (hint)`, all at once.
+"""
 
 from __future__ import annotations
 
@@ -86,7 +89,8 @@ def discover_task_files(patterns: Iterable[str]) -> list[Path]:
         elif path.exists():
             matches = [path]
         else:
-            matches = sorted(Path(p) for p in glob.glob(pattern, recursive=True))
+            # glob.glob, not Path.glob: users pass absolute patterns too.
+            matches = sorted(Path(p) for p in glob.glob(pattern, recursive=True))  # noqa: PTH207
             matches = [p for p in matches if p.is_file()]
             if not matches:
                 raise ConfigError(f"{pattern}: no such task file, directory or glob match")
@@ -128,7 +132,9 @@ class _Loader:
         self.declared: set[str] = set()
         self.first_param_file: Path | None = None
 
-    def problem(self, path: Path, located: Located | None, at: Path_, message: str, hint: str) -> None:
+    def problem(
+        self, path: Path, located: Located | None, at: Path_, message: str, hint: str
+    ) -> None:
         line, column = located.where(at) if located else (1, 1)
         self.problems.append(Problem(str(path), line, column, _dotted(at), message, hint))
 
@@ -142,14 +148,20 @@ class _Loader:
         try:
             located = load_located(text)
         except YamlError as exc:
-            self.problems.append(Problem(str(path), exc.line, exc.column, "", exc.message, exc.hint))
+            self.problems.append(
+                Problem(str(path), exc.line, exc.column, "", exc.message, exc.hint)
+            )
             return []
         self.first_param_file = self.first_param_file or path
         if located is None:
-            self.problem(path, None, (), "the file is empty", "write a task with at least `prompt:`")
+            self.problem(
+                path, None, (), "the file is empty", "write a task with at least `prompt:`"
+            )
             return []
         if not isinstance(located.data, dict):
-            self.problem(path, located, (), "a task file must be a mapping of keys", _REFERENCE_HINT)
+            self.problem(
+                path, located, (), "a task file must be a mapping of keys", _REFERENCE_HINT
+            )
             return []
         if "tasks" in located.data or "defaults" in located.data:
             return self._load_suite(path, located)
@@ -194,8 +206,13 @@ class _Loader:
         base = path.parent.resolve()
         workdir = (base / spec.workdir).resolve()
         if not workdir.is_dir():
-            self.problem(path, located, (*at, "workdir"), f"workdir {workdir} does not exist",
-                         "create it, or point `workdir:` at a folder relative to the task file")
+            self.problem(
+                path,
+                located,
+                (*at, "workdir"),
+                f"workdir {workdir} does not exist",
+                "create it, or point `workdir:` at a folder relative to the task file",
+            )
         extensions, secrets = self._extensions(path, located, at, spec, workdir)
         line = located.where(at)[0] if at else 1
         return [
@@ -225,8 +242,13 @@ class _Loader:
                 if name not in values:
                     ok = False
                     declared = ", ".join(sorted(values)) or "none"
-                    self.problem(path, located, (*at, *where), f"{{{{{name}}}}} is not a declared param",
-                                 f"declare it under `params:` (declared: {declared})")
+                    self.problem(
+                        path,
+                        located,
+                        (*at, *where),
+                        f"{{{{{name}}}}} is not a declared param",
+                        f"declare it under `params:` (declared: {declared})",
+                    )
         if not ok:
             return spec
         success = spec.success
@@ -260,11 +282,15 @@ class _Loader:
             fields.setdefault("name", name)
             if fields.get("enabled", True) is not False:
                 try:
-                    fields = self._interpolate(fields, secrets)
+                    fields = self._interpolate(fields, secrets)  # noqa: PLW2901
                 except MissingVariable as missing:
-                    self.problem(path, located, where,
-                                 f"environment variable {missing.name} is not set",
-                                 f"set it, or write ${{{missing.name}:-default}}")
+                    self.problem(
+                        path,
+                        located,
+                        where,
+                        f"environment variable {missing.name} is not set",
+                        f"set it, or write ${{{missing.name}:-default}}",
+                    )
                     continue
             try:
                 result[name] = ExtensionConfig.model_validate(fields)
@@ -312,17 +338,28 @@ class _Loader:
             first = seen.setdefault(task.name, task)
             if first is not task:
                 self.problems.append(
-                    Problem(str(task.file), task.line, 1, "name",
-                            f"duplicate task name {task.name!r} (also at {first.file}:{first.line})",
-                            "give every task a unique `name:`")
+                    Problem(
+                        str(task.file),
+                        task.line,
+                        1,
+                        "name",
+                        f"duplicate task name {task.name!r} (also at {first.file}:{first.line})",
+                        "give every task a unique `name:`",
+                    )
                 )
 
     def check_params_declared(self) -> None:
         for name in sorted(set(self.params) - self.declared):
             declared = ", ".join(sorted(self.declared)) or "none"
             self.problems.append(
-                Problem("--param", 0, 0, name, "no task declares this param",
-                        f"declared params: {declared}")
+                Problem(
+                    "--param",
+                    0,
+                    0,
+                    name,
+                    "no task declares this param",
+                    f"declared params: {declared}",
+                )
             )
 
 

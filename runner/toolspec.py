@@ -44,8 +44,8 @@ ATTEMPT_COMPLETION = ToolSpec(
     name="attempt_completion",
     description=(
         "Finish the task. Call it once the work is done (or cannot be done) with a final result: "
-        "what you did, what you found, or why you could not finish. The session ends with this call; "
-        "no other tool call in the same message runs after it."
+        "what you did, what you found, or why you could not finish. The session ends with this "
+        "call; no other tool call in the same message runs after it."
     ),
     input_schema={
         "type": "object",

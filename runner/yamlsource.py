@@ -1,4 +1,4 @@
-"""YAML with positions: load a document into plain data plus a map from key paths to line:column.
+"""YAML with positions: plain data plus a map from key paths to line:column.
 
 Task files need errors that point at `file:line:column`; PyYAML's constructed data forgets where each
 value came from, so this module builds the data from the node tree itself and remembers the marks.
@@ -80,7 +80,10 @@ class _Builder:
             if key in result:
                 line = self.marks[(*path, key)][0]
                 raise _error(key_node, f"duplicate key {key!r} (first on line {line})", "keep one")
-            self.marks[(*path, key)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            self.marks[(*path, key)] = (
+                key_node.start_mark.line + 1,
+                key_node.start_mark.column + 1,
+            )
             result[key] = self.build(value_node, (*path, key), depth + 1)
         return result
 

@@ -22,15 +22,21 @@ def anyio_backend() -> str:
 def run_cli(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
     """Run `python -m runner ARGS` with a clean config home; returns the completed process."""
 
-    def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    def run(
+        *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_RUNNER_")}
         full_env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
         full_env["PYTHONPATH"] = str(REPO)
         full_env.update(env or {})
         return subprocess.run(
             [sys.executable, "-m", "runner", *args],
-            cwd=cwd or tmp_path, env=full_env, capture_output=True, text=True, timeout=timeout,
+            cwd=cwd or tmp_path,
+            env=full_env,
+            capture_output=True,
+            check=False,
+            text=True,
+            timeout=timeout,
         )
 
     return run

@@ -19,7 +19,10 @@ def _imported_modules(*args: str) -> set[str]:
     # -X importtime writes one line per imported module to stderr.
     result = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "runner", *args],
-        capture_output=True, text=True, cwd=REPO, check=False,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
     )
     names = set()
     for line in result.stderr.splitlines():

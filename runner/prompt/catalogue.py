@@ -68,11 +68,18 @@ def _tool_entry(spec: ToolSpec) -> str:
     for name, prop in properties.items():
         need = "required" if name in required else "optional"
         about = str(prop.get("description", "")).strip()
-        lines.append(f"- {name} ({need}, {describe_type(prop, schema)})" + (f": {about}" if about else ""))
-    usage = {name: f"{name} here" for name in properties if name in required or len(properties) <= 3}
+        lines.append(
+            f"- {name} ({need}, {describe_type(prop, schema)})" + (f": {about}" if about else "")
+        )
+    usage = {
+        name: f"{name} here" for name in properties if name in required or len(properties) <= 3
+    }
     lines += ["Usage:", _xml(spec.name, usage)]
-    example = {name: _as_text(example_value(prop, schema)) for name, prop in properties.items()
-               if name in required}
+    example = {
+        name: _as_text(example_value(prop, schema))
+        for name, prop in properties.items()
+        if name in required
+    }
     lines += ["Example:", _xml(spec.name, example)]
     return "\n".join(lines)
 
@@ -100,7 +107,9 @@ def describe_type(prop: Mapping[str, Any], root: Mapping[str, Any]) -> str:
     """A short human form of a property's schema: `string`, `integer or null`, `one of: a, b`."""
     prop = _resolve(prop, root)
     if "enum" in prop:
-        return "one of: " + ", ".join(json.dumps(v) if not isinstance(v, str) else v for v in prop["enum"])
+        return "one of: " + ", ".join(
+            json.dumps(v) if not isinstance(v, str) else v for v in prop["enum"]
+        )
     for key in ("anyOf", "oneOf"):
         if key in prop:
             return " or ".join(describe_type(option, root) for option in prop[key])
@@ -119,7 +128,7 @@ def example_value(prop: Mapping[str, Any], root: Mapping[str, Any]) -> Any:
         return prop["default"]
     if prop.get("enum"):
         return prop["enum"][0]
-    if "examples" in prop and prop["examples"]:
+    if prop.get("examples"):
         return prop["examples"][0]
     for key in ("anyOf", "oneOf"):
         options = [o for o in prop.get(key, []) if _resolve(o, root).get("type") != "null"]

@@ -40,7 +40,9 @@ def _title_and_order(path: Path) -> tuple[str, int]:
     return path.stem, _UNORDERED
 
 
-def load_sections(folders: Iterable[Path], inline: Mapping[str, str] | None = None) -> list[Section]:
+def load_sections(
+    folders: Iterable[Path], inline: Mapping[str, str] | None = None
+) -> list[Section]:
     """Sections from `folders` in order, then `inline` ones; a later same title replaces the text.
 
     A replaced section keeps its place; new sections are ordered by their `NN-` prefix, then by the

@@ -30,7 +30,8 @@ def test_suite_defaults_merge_under_each_task(tmp_path):
     path = write(
         tmp_path,
         "defaults:\n  limits: {max_turns: 7, timeout: 20m}\n  sections: {STYLE: terse}\n"
-        "tasks:\n  - name: a\n    prompt: x\n    limits: {max_turns: 3}\n  - name: b\n    prompt: y\n",
+        "tasks:\n  - name: a\n    prompt: x\n    limits: {max_turns: 3}\n"
+        "  - name: b\n    prompt: y\n",
     )
     a, b = load_tasks([path])
     assert (a.spec.limits.max_turns, a.spec.limits.timeout) == (3, 1200.0)
@@ -83,7 +84,9 @@ def test_the_workspace_server_is_on_by_default_and_rooted_at_the_workdir(tmp_pat
 
 
 def test_the_workspace_server_can_be_turned_off(tmp_path):
-    [task] = load_tasks([write(tmp_path, "prompt: hi\nextensions: {workspace: {enabled: false}}\n")])
+    [task] = load_tasks(
+        [write(tmp_path, "prompt: hi\nextensions: {workspace: {enabled: false}}\n")]
+    )
     assert task.extensions[WORKSPACE].enabled is False
 
 

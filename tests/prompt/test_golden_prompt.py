@@ -1,0 +1,80 @@
+"""The whole system prompt, section order included, pinned by a golden file.
+
+Regenerate after an intended change with: UPDATE_GOLDEN=1 pytest tests/prompt/test_golden_prompt.py
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from runner.prompt import HostFacts, build_sections, build_system_prompt
+from runner.toolspec import ToolSpec
+
+GOLDEN = Path(__file__).parent / "golden" / "system-prompt.md"
+FACTS = HostFacts(
+    os="Linux 6.1 (x86_64)", shell="/bin/bash", user="ci", time="2026-01-01T00:00:00+00:00"
+)
+READ_FILE = ToolSpec(
+    "read_file",
+    "Read a file with line numbers.",
+    {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "File path"},
+            "start_line": {"type": "integer"},
+        },
+        "required": ["path"],
+    },
+    server="workspace",
+)
+
+ORDER = [
+    "ROLE",
+    "OBJECTIVE",
+    "RULES",
+    "EXTRA",
+    "STYLE",
+    "SYSTEM INFORMATION",
+    "WORKSPACE FILES",
+    "PROJECT CONTEXT",
+    "MCP SERVERS",
+    "TOOL USE",
+    "TOOLS",
+]
+
+
+def project(tmp_path: Path) -> tuple[Path, Path]:
+    workdir = tmp_path / "project"
+    workdir.mkdir()
+    (workdir / "AGENTS.md").write_text("Use make test.\n", encoding="utf-8")
+    (workdir / "main.py").write_text("print('hi')\n", encoding="utf-8")
+    extra = tmp_path / "extra-prompts"
+    extra.mkdir()
+    (extra / "90-EXTRA.md").write_text("An extra section.\n", encoding="utf-8")
+    return workdir, extra
+
+
+def build(tmp_path: Path, renderer):
+    workdir, extra = project(tmp_path)
+    return renderer(
+        workdir=workdir,
+        prompt_dirs=[extra],
+        inline_sections={"STYLE": "Be brief."},
+        servers={"workspace": [READ_FILE]},
+        tools=[READ_FILE],
+        facts=FACTS,
+    ), workdir
+
+
+def test_sections_come_in_the_documented_order(tmp_path):
+    sections, _ = build(tmp_path, build_sections)
+    assert [s.title for s in sections] == ORDER
+
+
+def test_the_system_prompt_matches_the_golden_file(tmp_path):
+    text, workdir = build(tmp_path, build_system_prompt)
+    text = text.replace(str(workdir), "<WORKDIR>")
+    if os.environ.get("UPDATE_GOLDEN"):
+        GOLDEN.write_text(text, encoding="utf-8")
+    assert text == GOLDEN.read_text(encoding="utf-8")
