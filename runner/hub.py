@@ -91,8 +91,8 @@ class McpHub:
         await self._group.__aenter__()
         try:
             await self._start_all()
-        except BaseException as exc:
-            await self.__aexit__(type(exc), exc, exc.__traceback__)
+        except BaseException:
+            await self.__aexit__(None, None, None)
             raise
         return self
 
@@ -107,7 +107,9 @@ class McpHub:
             return
         for conn in self._conns:
             conn.mark_dead()
-        await group.__aexit__(exc_type, exc, tb)
+        # The owner tasks never raise, so the caller's own exception (if any) is not handed to the
+        # group: it would come back wrapped in an ExceptionGroup instead of as itself.
+        await group.__aexit__(None, None, None)
 
     @property
     def tools(self) -> list[ToolSpec]:

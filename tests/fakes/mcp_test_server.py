@@ -34,7 +34,7 @@ SCRIPT = Path(__file__).resolve()
 INVALID_PARAMS = -32602
 
 
-class Colour(str, enum.Enum):
+class Colour(enum.StrEnum):
     """An enum parameter."""
 
     RED = "red"

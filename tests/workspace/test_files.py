@@ -61,7 +61,8 @@ def test_replace_in_file_applies_blocks_in_order(files: Files, root: Path) -> No
     write(root, "m.py", "def f():\n    return 1\n\ndef g():\n    return 2\n")
     diff = (
         "<<<<<<< SEARCH\n    return 1\n=======\n    return 10\n>>>>>>> REPLACE\n"
-        "<<<<<<< SEARCH\ndef g():\n    return 2\n=======\ndef g():\n    return 20\n>>>>>>> REPLACE\n"
+        "<<<<<<< SEARCH\ndef g():\n    return 2\n=======\n"
+        "def g():\n    return 20\n>>>>>>> REPLACE\n"
     )
     assert files.replace("m.py", parse_blocks(diff)) == "Applied 2 edit(s) to m.py"
     assert (root / "m.py").read_text(encoding="utf-8") == (
