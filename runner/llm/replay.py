@@ -82,9 +82,9 @@ def create(model: str, settings: Settings) -> ReplayLLM:
 
 
 def resolve_log(path: Path) -> Path:
-    """The log file itself, or the one `*.jsonl` in a folder."""
+    """The log file itself, or the one `*.jsonl` in a folder (or in its `sessions/`)."""
     if path.is_dir():
-        logs = sorted(path.glob("*.jsonl"))
+        logs = sorted(path.glob("*.jsonl")) or sorted(path.glob("sessions/*.jsonl"))
         if len(logs) != 1:
             found = ", ".join(p.name for p in logs) or "none"
             raise ConfigError(
@@ -100,7 +100,7 @@ def resolve_log(path: Path) -> Path:
 def read_recording(path: Path) -> tuple[dict[str, Any], list[RecordedReply]]:
     """The header and the assistant replies of a session log; a torn last line is ignored."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_bytes().split(b"\n")
     except OSError as exc:
         raise ConfigError(f"replay log {path}: cannot read it: {exc.strerror}") from None
     records = _parse_lines(path, lines)
@@ -122,15 +122,15 @@ def read_recording(path: Path) -> tuple[dict[str, Any], list[RecordedReply]]:
     return records[0], replies
 
 
-def _parse_lines(path: Path, lines: list[str]) -> list[dict[str, Any]]:
+def _parse_lines(path: Path, lines: list[bytes]) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
     numbered = [(number, line) for number, line in enumerate(lines, start=1) if line.strip()]
     for index, (number, line) in enumerate(numbered):
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
+            record = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
             if index == len(numbered) - 1:
-                break  # a process killed mid-write leaves a torn last line
+                break  # a process killed mid-write leaves a torn last line, maybe mid-character
             raise ConfigError(f"replay log {path}:{number}: not valid JSON") from None
         if not isinstance(record, dict):
             raise ConfigError(f"replay log {path}:{number}: expected a JSON object")

@@ -94,6 +94,25 @@ async def test_torn_last_line_is_ignored(tmp_path: Path) -> None:
         await replay.complete("s", [Message("user", "go")])
 
 
+async def test_last_line_torn_inside_a_character_is_ignored(tmp_path: Path) -> None:
+    log = write_log(tmp_path / "s.jsonl", [HEADER, assistant("kept", 1)])
+    with log.open("ab") as file:
+        file.write('{"type": "message", "content": "caf\u00e9'.encode()[:-1])
+
+    replay = create_llm(f"replay:{log}", make_settings())
+
+    assert (await replay.complete("s", [Message("user", "go")])).text == "kept"
+
+
+async def test_an_artifacts_folder_with_one_session_is_accepted(tmp_path: Path) -> None:
+    (tmp_path / "sessions").mkdir()
+    write_log(tmp_path / "sessions" / "abc.jsonl", [HEADER, assistant("from artifacts", 1)])
+
+    replay = create_llm(f"replay:{tmp_path}", make_settings())
+
+    assert (await replay.complete("s", [Message("user", "x")])).text == "from artifacts"
+
+
 def test_torn_line_in_the_middle_is_an_error(tmp_path: Path) -> None:
     log = tmp_path / "s.jsonl"
     log.write_text(json.dumps(HEADER) + "\n{torn\n" + json.dumps(assistant("x", 1)) + "\n")
