@@ -11,6 +11,7 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from runner import __version__
 from runner.errors import ConfigError, ExitCode, NotBuiltError, RunnerError
@@ -124,7 +125,7 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="set a declared param (repeatable)",
     )
     run.add_argument("--fail-fast", action="store_true", help="stop at the first failed task")
-    run.set_defaults(handler=_not_built("run"))
+    run.set_defaults(handler=_run)
 
 
 def _add_resume(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -141,7 +142,7 @@ def _add_resume(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     resume.add_argument("--max-tokens", type=int, help="raise the token limit")
     resume.add_argument("--task-max-cost-usd", type=float, help="raise the per-task cost limit")
     resume.add_argument("--timeout", help="raise the wall-time limit (90s, 20m, 1h)")
-    resume.set_defaults(handler=_not_built("resume"))
+    resume.set_defaults(handler=_resume)
 
 
 def _add_validate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -219,6 +220,41 @@ def parse_params(pairs: Sequence[str]) -> dict[str, str]:
             raise ConfigError(f"--param {pair!r}: write it as KEY=VALUE")
         params[key.strip()] = value
     return params
+
+
+def _settings_and_options(args: argparse.Namespace) -> tuple[Any, Any]:
+    from runner.app import RunOptions
+    from runner.settings import load_settings
+
+    overrides = {
+        "jobs": getattr(args, "jobs", None),
+        "out": args.out,
+        "max_cost_usd": args.max_cost_usd,
+        "log_level": args.log_level,
+    }
+    settings = load_settings(overrides, config_file=args.config)
+    options = RunOptions(
+        out=settings.out,
+        junit=args.junit,
+        output=args.output,
+        quiet=args.quiet,
+        fail_fast=getattr(args, "fail_fast", False),
+    )
+    return settings, options
+
+
+def _run(args: argparse.Namespace) -> int:
+    from runner.app import run_tasks
+
+    settings, options = _settings_and_options(args)
+    return run_tasks(args.paths, args, settings, options)
+
+
+def _resume(args: argparse.Namespace) -> int:
+    from runner.resume import resume_sessions
+
+    settings, options = _settings_and_options(args)
+    return resume_sessions(args.paths, args, settings, options)
 
 
 def _validate(args: argparse.Namespace) -> int:

@@ -1,0 +1,290 @@
+"""`run` and `resume`: select tasks, run them concurrently, write every report, pick the exit code."""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import hashlib
+import signal
+import sys
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from runner import __version__
+from runner.commands import load_selected_tasks
+from runner.errors import ConfigError, ExitCode
+from runner.llm.base import LLM
+from runner.outcome import RunSummary, TaskOutcome
+from runner.prompt.sections import default_prompts_dir, load_sections
+from runner.redact import Redactor
+from runner.report import exit_code_of, summary_text, write_summary_json
+from runner.report_console import final_table, task_finished_line, task_started_line
+from runner.report_github import (
+    GitHubActions,
+    add_mask_lines,
+    error_annotation,
+    group_end,
+    group_start,
+    write_outputs,
+    write_step_summary,
+)
+from runner.report_junit import write_junit
+from runner.session import ResumePoint, RunContext, run_task
+from runner.settings import Settings, environ
+from runner.task import Task
+
+__all__ = ["Job", "RunOptions", "execute", "select_tasks", "shard_of"]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Command-line choices shared by `run` and `resume`."""
+
+    out: Path
+    junit: Path | None
+    output: str = "text"
+    quiet: bool = False
+    fail_fast: bool = False
+
+
+@dataclass
+class Job:
+    """One task to run, with its model and, on resume, where it picks up."""
+
+    task: Task
+    llm: LLM
+    resume: ResumePoint | None = None
+    started: bool = field(default=False)
+
+
+def shard_of(name: str, shards: int) -> int:
+    """The 1-based shard of a task: a hash of its name, so adding tasks moves no other task."""
+    digest = hashlib.sha256(name.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % shards + 1
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    index, sep, total = text.partition("/")
+    try:
+        k, n = int(index), int(total)
+    except ValueError:
+        k, n = 0, 0
+    if not sep or n < 1 or not 1 <= k <= n:
+        raise ConfigError(f"--shard {text!r}: write it as K/N with 1 <= K <= N, e.g. 2/4")
+    return k, n
+
+
+def select_tasks(tasks: list[Task], filters: Sequence[str] | None, shard: str | None) -> list[Task]:
+    """Tasks matching any `--filter` glob, then those of the shard."""
+    if filters:
+        tasks = [t for t in tasks if any(fnmatch.fnmatchcase(t.name, f) for f in filters)]
+        if not tasks:
+            raise ConfigError(f"--filter {' '.join(filters)}: no task name matches")
+    if shard:
+        k, n = parse_shard(shard)
+        tasks = [t for t in tasks if shard_of(t.name, n) == k]
+    return tasks
+
+
+def prepare_jobs(tasks: list[Task], settings: Settings, model: str | None) -> list[Job]:
+    """Check what must hold before anything runs (exit 2 otherwise) and make each task's model."""
+    from runner.llm.registry import create_llm
+
+    jobs = []
+    for task in tasks:
+        spec = model or task.spec.model or settings.model
+        if not spec:
+            raise ConfigError(
+                f"{task.file}:{task.line}: task {task.name!r} has no model: pass --model "
+                "PROVIDER:MODEL, set `model:` in the task, or AGENT_RUNNER_MODEL"
+            )
+        if task.spec.tool_mode == "native":
+            raise ConfigError(
+                f"{task.file}:{task.line}: tool_mode: native is not supported by this version; "
+                "remove it to use XML tool calls"
+            )
+        load_sections(
+            [default_prompts_dir(), *settings.prompts, *task.prompt_dirs], task.spec.sections
+        )
+        jobs.append(Job(task, create_llm(spec, settings)))
+    return jobs
+
+
+def run_tasks(paths: Sequence[str], args: Any, settings: Settings, options: RunOptions) -> int:
+    """The `run` command."""
+    from runner.cli import parse_params
+
+    tasks = load_selected_tasks(paths, parse_params(args.param), settings)
+    tasks = select_tasks(tasks, args.filter, args.shard)
+    jobs = prepare_jobs(tasks, settings, args.model)
+    return execute(jobs, settings, options)
+
+
+def execute(jobs: list[Job], settings: Settings, options: RunOptions) -> int:
+    """Run the jobs, write the reports, return the run's exit code."""
+    env = environ()
+    secrets = [*settings.secret_values(), *(s for job in jobs for s in job.task.secrets)]
+    redactor = Redactor(secrets)
+    github = GitHubActions.from_env(env)
+    console = _Console(
+        redactor, sys.stderr if options.output == "json" else sys.stdout, options.quiet
+    )
+    if github is not None:
+        for line in add_mask_lines(redactor.secrets):
+            print(line, flush=True)
+    run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:8]
+    ctx = RunContext(
+        settings=settings,
+        run_id=run_id,
+        out_dir=options.out,
+        redactor=redactor,
+        env=env,
+        say=console.diagnostic,
+    )
+    ctx.run_budget.max_cost_usd = settings.max_cost_usd
+    outcomes = asyncio.run(_run_all(jobs, ctx, settings.jobs, options, console, github is not None))
+    junit = options.junit or options.out / "junit.xml"
+    models = sorted({o.model for o in outcomes})
+    summary = RunSummary(
+        run_id=run_id,
+        runner_version=__version__,
+        model=", ".join(models),
+        outcomes=outcomes,
+        exit_code=exit_code_of(outcomes),
+        out_dir=options.out,
+        junit_path=junit,
+    )
+    write_junit(summary, junit, redactor)
+    write_summary_json(summary, options.out / "summary.json", redactor)
+    if options.output == "json":
+        print(summary_text(summary, redactor))
+    else:
+        console.always(final_table(summary, redactor=redactor))
+    if github is not None:
+        for outcome in outcomes:
+            line = error_annotation(outcome, redactor=redactor)
+            if line:
+                print(line, flush=True)
+        if github.step_summary is not None:
+            write_step_summary(summary, github.step_summary, redactor)
+        if github.output is not None:
+            write_outputs(summary, github.output)
+    return summary.exit_code
+
+
+class _Console:
+    """Console lines, always redacted; `quiet` keeps only the final summary."""
+
+    def __init__(self, redactor: Redactor, stream: TextIO, quiet: bool) -> None:
+        self._redactor = redactor
+        self._stream = stream
+        self._quiet = quiet
+
+    def line(self, text: str) -> None:
+        if not self._quiet:
+            print(self._redactor.text(text), file=self._stream, flush=True)
+
+    def always(self, text: str) -> None:
+        print(self._redactor.text(text), file=self._stream, flush=True)
+
+    def diagnostic(self, text: str) -> None:
+        print(self._redactor.text(text), file=sys.stderr, flush=True)
+
+
+async def _run_all(
+    jobs: list[Job],
+    ctx: RunContext,
+    concurrency: int,
+    options: RunOptions,
+    console: _Console,
+    github: bool,
+) -> list[TaskOutcome]:
+    limiter = asyncio.Semaphore(concurrency)
+    stop = asyncio.Event()
+    results: dict[int, TaskOutcome] = {}
+
+    async def one(index: int, job: Job) -> None:
+        async with limiter:
+            if stop.is_set():
+                return
+            job.started = True
+            console.line(
+                task_started_line(
+                    job.task.name, f"{job.llm.provider}:{job.llm.model}", redactor=ctx.redactor
+                )
+            )
+            outcome = await run_task(job.task, job.llm, ctx, job.resume)
+            results[index] = outcome
+            _report_finished(outcome, console, ctx.redactor, github)
+            if options.fail_fast and outcome.status != "passed":
+                stop.set()
+
+    loop = asyncio.get_running_loop()
+    tasks = [asyncio.create_task(one(i, job)) for i, job in enumerate(jobs)]
+    _install_signal_handlers(loop, ctx, stop, tasks)
+    try:
+        await asyncio.gather(*tasks, return_exceptions=True)
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+    outcomes = []
+    for index, job in enumerate(jobs):
+        if index in results:
+            outcomes.append(results[index])
+        elif ctx.interrupted:
+            outcomes.append(_not_started(job, ctx))
+    return outcomes
+
+
+def _not_started(job: Job, ctx: RunContext) -> TaskOutcome:
+    return TaskOutcome(
+        name=job.task.name,
+        task_file=job.task.file,
+        status="interrupted",
+        reason="not started: the run was interrupted",
+        kind="signal",
+        exit_code=ctx.signal_exit,
+        model=f"{job.llm.provider}:{job.llm.model}",
+    )
+
+
+def _install_signal_handlers(
+    loop: asyncio.AbstractEventLoop,
+    ctx: RunContext,
+    stop: asyncio.Event,
+    tasks: list[asyncio.Task[None]],
+) -> None:
+    def on_signal(code: ExitCode) -> Callable[[], None]:
+        def handler() -> None:
+            # The first signal sets the code (GitHub sends SIGINT, then SIGTERM 7.5 s later).
+            if not ctx.interrupted:
+                ctx.signal_exit = code
+                ctx.interrupted = True
+            stop.set()
+            for task in tasks:
+                task.cancel()
+
+        return handler
+
+    loop.add_signal_handler(signal.SIGINT, on_signal(ExitCode.SIGINT))
+    loop.add_signal_handler(signal.SIGTERM, on_signal(ExitCode.SIGTERM))
+
+
+def _report_finished(
+    outcome: TaskOutcome, console: _Console, redactor: Redactor, github: bool
+) -> None:
+    line = task_finished_line(outcome, redactor=redactor)
+    if not github:
+        console.line(line)
+        return
+    console.line(group_start(f"{outcome.name}: {outcome.status}"))
+    console.line(line)
+    if outcome.result:
+        console.line(outcome.result)
+    if outcome.session_log is not None:
+        console.line(f"session log: {outcome.session_log}")
+    console.line(group_end())

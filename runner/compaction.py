@@ -1,0 +1,129 @@
+"""Keep the context under the model's window (DESIGN section 7).
+
+First old tool results are cleared (the last few turns stay whole); if that is not enough, older
+turns are summarised with one model call. The first user message (the task) is always kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from runner.llm.base import LLM, Message, Usage
+
+if TYPE_CHECKING:
+    from runner.loop import Budget
+
+__all__ = ["CLEARED", "Compactor", "estimate_tokens"]
+
+CLEARED = "[Tool results of this turn were cleared to save context.]"
+SUMMARY_PROMPT = (
+    "You compress the history of an autonomous coding session so that it can continue in a "
+    "smaller context. Write a factual summary of the conversation below: what the task is, what "
+    "has been done (files read and changed, commands run and their outcomes), what was learned, "
+    "and what remains to do. Keep file paths, names and error messages exact. No preamble."
+)
+_CHARS_PER_TOKEN = 4  # a rough, provider-neutral estimate; only the ratio to the window matters
+
+
+def estimate_tokens(system: str, messages: list[Message]) -> int:
+    """Approximate prompt tokens of a request."""
+    return (len(system) + sum(len(m.content) for m in messages)) // _CHARS_PER_TOKEN
+
+
+class CompactionSink(Protocol):
+    def compaction(self, turn: int, **fields: Any) -> None: ...
+
+
+class Compactor:
+    """Decides when to compact and does it, writing a `compaction` event each time."""
+
+    def __init__(
+        self,
+        *,
+        llm: LLM,
+        system: str,
+        context_window: int | None,
+        events: CompactionSink,
+        budget: Budget,
+        cost_of: Callable[[Usage], float],
+        ratio: float = 0.8,
+        keep_turns: int = 3,
+    ) -> None:
+        self._llm = llm
+        self._system = system
+        self._window = context_window
+        self._events = events
+        self._budget = budget
+        self._cost_of = cost_of
+        self._ratio = ratio
+        self._keep_messages = 2 * keep_turns
+
+    def _limit(self) -> int | None:
+        return int(self._window * self._ratio) if self._window else None
+
+    async def maybe_compact(self, messages: list[Message], *, turn: int) -> None:
+        """Compact when the estimated prompt passes the ratio of the context window."""
+        limit = self._limit()
+        if limit is not None and estimate_tokens(self._system, messages) > limit:
+            await self.compact(messages, turn=turn)
+
+    async def compact(self, messages: list[Message], *, turn: int, force: bool = False) -> None:
+        """Clear old tool results, then summarise if still too big (always, when `force`)."""
+        before = estimate_tokens(self._system, messages)
+        if self._clear_tool_results(messages):
+            after = estimate_tokens(self._system, messages)
+            self._record(turn, "clear_tool_results", before, after, messages)
+            limit = self._limit()
+            if not force and limit is not None and after <= limit:
+                return
+            before = after
+        summary = await self._summarise(messages)
+        if summary is not None:
+            after = estimate_tokens(self._system, messages)
+            self._record(turn, "summary", before, after, messages, summary)
+
+    def _clear_tool_results(self, messages: list[Message]) -> bool:
+        changed = False
+        # Index 0 is the task itself; the tail stays whole so the agent keeps its footing.
+        for index in range(1, max(1, len(messages) - self._keep_messages)):
+            message = messages[index]
+            if message.role == "user" and message.content != CLEARED:
+                messages[index] = Message("user", CLEARED)
+                changed = True
+        return changed
+
+    async def _summarise(self, messages: list[Message]) -> str | None:
+        # The kept tail must start with a user message so that roles keep alternating after the
+        # summary (an assistant message) replaces messages[1:cut].
+        start = max(3, len(messages) - self._keep_messages)
+        cut = next((i for i in range(start, len(messages)) if messages[i].role == "user"), None)
+        if cut is None:
+            return None  # too little history to summarise
+        older = messages[1:cut]
+        transcript = "\n\n".join(f"{m.role.upper()}:\n{m.content}" for m in older)
+        request = [Message("user", f"TASK:\n{messages[0].content}\n\nHISTORY:\n{transcript}")]
+        reply = await self._llm.complete(SUMMARY_PROMPT, request)
+        # One counted model call: its tokens and cost go to the task's budget.
+        self._budget.charge(reply.usage, self._cost_of(reply.usage))
+        summary = reply.text.strip()
+        messages[1:cut] = [Message("assistant", f"Summary of the session so far:\n{summary}")]
+        return summary
+
+    def _record(
+        self,
+        turn: int,
+        kind: Literal["clear_tool_results", "summary"],
+        before: int,
+        after: int,
+        messages: list[Message],
+        summary: str | None = None,
+    ) -> None:
+        self._events.compaction(
+            turn,
+            kind=kind,
+            before_tokens=before,
+            after_tokens=after,
+            messages=[{"role": m.role, "content": m.content} for m in messages],
+            summary=summary,
+        )
