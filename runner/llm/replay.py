@@ -15,7 +15,7 @@ from typing import Any
 from runner.errors import ConfigError, ProviderError
 from runner.llm.base import Message, Reply, RetryEvent, Usage
 from runner.llm.streaming import estimate_usage
-from runner.settings import Settings
+from runner.settings import ModelInfo, Settings
 
 __all__ = ["RecordedReply", "ReplayLLM", "create", "read_recording", "resolve_log"]
 
@@ -44,7 +44,7 @@ class ReplayLLM:
         header, self._replies = read_recording(self.path)
         recorded_model = header.get("model")
         self.model = recorded_model if isinstance(recorded_model, str) else str(self.path)
-        self.info = None
+        self.info: ModelInfo | None = None
         self._next = 0
 
     async def complete(
