@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from runner import __version__
-from runner.errors import ConfigError, ExitCode, NotBuiltError, RunnerError
+from runner.errors import ConfigError, ExitCode, RunnerError
 
 __all__ = ["build_parser", "main"]
 
@@ -176,20 +176,45 @@ def _add_log(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     sub = log.add_subparsers(title="log commands", metavar="COMMAND")
     show = sub.add_parser("show", help="print a session log as a transcript")
     show.add_argument("log", type=Path, metavar="LOG")
-    show.set_defaults(handler=_not_built("log show"))
+    show.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="show tool calls and results in full instead of one line each",
+    )
+    show.set_defaults(handler=_log_show)
     export = sub.add_parser("export", help="export a session log")
     export.add_argument("log", type=Path, metavar="LOG")
     export.add_argument("--format", choices=["json", "markdown"], default="json")
-    export.set_defaults(handler=_not_built("log export"))
+    export.add_argument("-o", "--output", type=Path, metavar="FILE", help="write here, not stdout")
+    export.set_defaults(handler=_log_export)
 
 
 def _add_report(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     report = commands.add_parser("report", help="work with reports")
     sub = report.add_subparsers(title="report commands", metavar="COMMAND")
-    merge = sub.add_parser("merge", help="merge shard JUnit files into one")
+    merge = sub.add_parser(
+        "merge",
+        help="merge shard JUnit files (and their summary.json) into one",
+        description="Merge JUnit XML files from shards into one. With --summary, also merge "
+        "the shards' summary.json files.",
+    )
     merge.add_argument("inputs", nargs="+", type=Path, metavar="JUNIT")
     merge.add_argument("-o", "--output", type=Path, required=True, metavar="OUT")
-    merge.set_defaults(handler=_not_built("report merge"))
+    merge.add_argument(
+        "--summary",
+        nargs="+",
+        type=Path,
+        metavar="SUMMARY_JSON",
+        help="summary.json files of the shards",
+    )
+    merge.add_argument(
+        "--summary-output",
+        type=Path,
+        metavar="OUT",
+        help="merged summary path (default: OUT with .json)",
+    )
+    merge.set_defaults(handler=_report_merge)
 
 
 def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -202,13 +227,6 @@ def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     workspace.add_argument("--root", type=Path, required=True, metavar="DIR")
     workspace.set_defaults(handler=_mcp_workspace)
-
-
-def _not_built(command: str) -> Handler:
-    def handler(args: argparse.Namespace) -> int:
-        raise NotBuiltError(f"`{command}` is not built yet; see the open issues")
-
-    return handler
 
 
 def parse_params(pairs: Sequence[str]) -> dict[str, str]:
@@ -273,3 +291,31 @@ def _mcp_workspace(args: argparse.Namespace) -> int:
     from runner.workspace import serve
 
     return serve(args.root)
+
+
+def _log_show(args: argparse.Namespace) -> int:
+    from runner.logview import show_text
+
+    sys.stdout.write(show_text(args.log, verbose=args.verbose))
+    return ExitCode.OK
+
+
+def _log_export(args: argparse.Namespace) -> int:
+    from runner.logview import export_json, export_markdown
+
+    text = export_json(args.log) if args.format == "json" else export_markdown(args.log)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        args.output.write_text(text, encoding="utf-8")
+    return ExitCode.OK
+
+
+def _report_merge(args: argparse.Namespace) -> int:
+    from runner.report import merge_summaries
+    from runner.report_junit import merge_junit
+
+    merge_junit(args.inputs, args.output)
+    if args.summary:
+        merge_summaries(args.summary, args.summary_output or args.output.with_suffix(".json"))
+    return ExitCode.OK

@@ -15,7 +15,6 @@ __all__ = [
     "ContextLengthError",
     "ExitCode",
     "McpServerError",
-    "NotBuiltError",
     "Problem",
     "ProviderError",
     "RunnerError",
@@ -110,9 +109,3 @@ class McpServerError(RunnerError):
     """A required MCP server could not be started or listed."""
 
     exit_code = ExitCode.INFRASTRUCTURE
-
-
-class NotBuiltError(RunnerError):
-    """A documented command whose implementation has not landed yet."""
-
-    exit_code = ExitCode.USAGE

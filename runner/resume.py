@@ -10,13 +10,14 @@ from typing import Any
 
 from runner.app import Job, RunOptions, execute, prepare_jobs
 from runner.errors import ConfigError
+from runner.hub_config import workspace_extension
 from runner.llm.base import Message
 from runner.log import SessionRecord, read_session, rebuild_messages, sessions_to_resume
 from runner.outcome import Totals
 from runner.redact import MASK, Redactor
 from runner.session import ResumePoint
 from runner.settings import Settings, environ
-from runner.task import Task, load_tasks, workspace_extension
+from runner.task import Task, load_tasks
 from runner.taskmodel import Limits, TaskSpec, parse_duration
 
 __all__ = ["default_message", "resume_sessions"]
@@ -146,7 +147,7 @@ def _task_from_record(record: SessionRecord, recorded: dict[str, Any]) -> Task:
     spec = TaskSpec.model_validate(fields)
     from runner.extension import WORKSPACE, ExtensionConfig
 
-    extensions = {WORKSPACE: ExtensionConfig.model_validate(workspace_extension(workdir))}
+    extensions = {WORKSPACE: workspace_extension(workdir)}
     for key, ext in (recorded.get("extensions") or {}).items():
         if key == WORKSPACE:
             extensions[key] = extensions[key].model_copy(

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import difflib
 import glob
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,11 +16,12 @@ from pydantic import BaseModel, ValidationError
 
 from runner.errors import ConfigError, Problem, TaskFileError
 from runner.extension import WORKSPACE, ExtensionConfig
+from runner.hub_config import workspace_extension
 from runner.interpolate import MissingVariable, fill_params, interpolate_env, placeholders
 from runner.taskmodel import SuiteSpec, TaskSpec
 from runner.yamlsource import Located, Path_, YamlError, load_located
 
-__all__ = ["Task", "discover_task_files", "load_tasks", "workspace_extension"]
+__all__ = ["Task", "discover_task_files", "load_tasks"]
 
 TASK_SUFFIXES = (".yaml", ".yml")
 _TEMPLATED_FIELDS = ("prompt", "description")
@@ -64,17 +64,6 @@ class Task:
             extensions={k: v.model_dump(mode="json") for k, v in self.extensions.items()},
         )
         return data
-
-
-def workspace_extension(root: Path) -> dict[str, Any]:
-    """The built-in workspace server's config, rooted at a task's workdir."""
-    return {
-        "name": WORKSPACE,
-        "type": "stdio",
-        "cmd": sys.executable,
-        "args": ["-m", "runner", "mcp", "workspace", "--root", str(root)],
-        "required": True,
-    }
 
 
 def discover_task_files(patterns: Iterable[str]) -> list[Path]:
@@ -267,7 +256,7 @@ class _Loader:
         self, path: Path, located: Located, at: Path_, spec: TaskSpec, workdir: Path
     ) -> tuple[dict[str, ExtensionConfig], list[str]]:
         layers: list[Mapping[str, Mapping[str, Any]]] = [
-            {WORKSPACE: workspace_extension(workdir)},
+            {WORKSPACE: workspace_extension(workdir).model_dump(exclude_defaults=True)},
             self.config_extensions,
             spec.extensions,
         ]
