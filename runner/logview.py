@@ -1,4 +1,4 @@
-"""`log show` and `log export`: a session log as a readable transcript, markdown, or one JSON document."""
+"""`log show` and `log export`: a session log as a transcript, markdown, or one JSON document."""
 
 from __future__ import annotations
 
@@ -48,7 +48,8 @@ def _end_line(record: SessionRecord) -> str:
     tokens = int(totals.get("input_tokens", 0)) + int(totals.get("output_tokens", 0))
     return (
         f"END: {end.get('status')} - {end.get('reason', '')} "
-        f"(turns={totals.get('turns', 0)} tokens={tokens} cost=${float(totals.get('cost_usd', 0)):.4f})"
+        f"(turns={totals.get('turns', 0)} tokens={tokens} "
+        f"cost=${float(totals.get('cost_usd', 0)):.4f})"
     )
 
 
@@ -79,13 +80,20 @@ def _events(record: SessionRecord, verbose: bool) -> Iterator[str]:
                 f"\n{event.get('output', '')}" if verbose else ""
             )
         elif kind == "retry":
-            yield f"[retry attempt {event.get('attempt')}: {event.get('reason')}; waited {event.get('wait_s')}s]"
+            yield (
+                f"[retry attempt {event.get('attempt')}: {event.get('reason')}; "
+                f"waited {event.get('wait_s')}s]"
+            )
         elif kind == "compaction":
-            yield f"[compaction {event.get('kind')}: {event.get('before_tokens')} -> {event.get('after_tokens')} tokens]"
+            yield (
+                f"[compaction {event.get('kind')}: "
+                f"{event.get('before_tokens')} -> {event.get('after_tokens')} tokens]"
+            )
         elif kind == "warning":
             yield f"[warning] {event.get('message')}"
         elif kind == "resume":
-            yield f"[resumed from {event.get('parent_id')} with {len(event.get('messages') or [])} messages]"
+            count = len(event.get("messages") or [])
+            yield f"[resumed from {event.get('parent_id')} with {count} messages]"
 
 
 def show_text(path: Path, verbose: bool = False) -> str:
@@ -149,7 +157,8 @@ def export_json(path: Path) -> str:
     events = []
     for event in record.events:
         if event.get("type") == "tool_call" and event.get("result_ref"):
-            event = {**event, "result": _full_result(record, event)}
-        events.append(event)
+            events.append({**event, "result": _full_result(record, event)})
+        else:
+            events.append(event)
     document = {"header": record.header, "events": events, "end": record.end, "torn": record.torn}
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
