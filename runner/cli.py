@@ -7,6 +7,7 @@ each command imports what it needs when it runs.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -21,8 +22,18 @@ __all__ = ["build_parser", "main"]
 Handler = Callable[[argparse.Namespace], int]
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived outside a run (which handles it itself)."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    # A Python process that is PID 1 (in a container) ignores SIGTERM unless it handles it.
+    raise Terminated
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit code."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
     parser = build_parser()
     args = parser.parse_args(argv)
     handler: Handler | None = getattr(args, "handler", None)
@@ -45,6 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("agent-runner: interrupted", file=sys.stderr)
         return ExitCode.SIGINT
+    except Terminated:
+        print("agent-runner: terminated", file=sys.stderr)
+        return ExitCode.SIGTERM
     except Exception:
         traceback.print_exc()
         print("agent-runner: internal error (a bug); please report it", file=sys.stderr)
