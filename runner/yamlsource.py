@@ -1,8 +1,8 @@
 """YAML with positions: plain data plus a map from key paths to line:column.
 
-Task files need errors that point at `file:line:column`; PyYAML's constructed data forgets where each
-value came from, so this module builds the data from the node tree itself and remembers the marks.
-It also refuses duplicate keys, alias bombs and absurd nesting, which plain `safe_load` accepts.
+Task files need errors that point at `file:line:column`; PyYAML's constructed data forgets where
+each value came from, so this module builds the data from the node tree itself and remembers the
+marks. It also refuses duplicate keys, alias bombs, absurd nesting and Python tags.
 """
 
 from __future__ import annotations
