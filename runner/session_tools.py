@@ -13,7 +13,7 @@ __all__ = ["list_task_tools"]
 
 
 def list_task_tools(task: Task, settings: Settings) -> dict[str, list[ToolSpec]]:
-    """The task's exposed tools grouped by server, in the order the servers were configured."""
+    """The tools the task may call (as its run offers them), grouped by server."""
     import anyio
 
     from runner.hub import McpHub
@@ -30,7 +30,7 @@ def list_task_tools(task: Task, settings: Settings) -> dict[str, list[ToolSpec]]
                 base_env=environ(),
             ) as hub:
                 servers: dict[str, list[ToolSpec]] = {}
-                for spec in hub.tools:
+                for spec in hub.allowed_tools:
                     servers.setdefault(spec.server, []).append(spec)
                 return servers
 

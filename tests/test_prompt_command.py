@@ -1,0 +1,62 @@
+"""`agent-runner prompt TASK` starts the task's servers and prints the real catalogue."""
+
+from __future__ import annotations
+
+import re
+
+from tests.conftest import REPO
+
+HELLO = REPO / "examples" / "tasks" / "hello.yaml"
+ORDER = [
+    "ROLE",
+    "OBJECTIVE",
+    "RULES",
+    "SYSTEM INFORMATION",
+    "WORKSPACE FILES",
+    "MCP SERVERS",
+    "TOOL USE",
+    "TOOLS",
+]
+
+
+def titles(text: str) -> list[str]:
+    return re.findall(r"^# (.+)$", text, flags=re.MULTILINE)
+
+
+def test_prompt_prints_every_section_in_order_with_the_workspace_tools(run_cli):
+    result = run_cli("prompt", str(HELLO))
+    assert result.returncode == 0, result.stderr
+    assert titles(result.stdout) == ORDER
+    assert "- workspace: " in result.stdout
+    tools = re.findall(r"^## (\w+)$", result.stdout, flags=re.MULTILINE)
+    # The task allows only these; denied tools are not offered to the model.
+    assert sorted(tools) == ["attempt_completion", "list_files", "read_file", "search_files"]
+
+
+def test_prompt_with_the_workspace_off_offers_only_attempt_completion(run_cli, tmp_path):
+    task = tmp_path / "t.yaml"
+    task.write_text("prompt: hi\nextensions: {workspace: {enabled: false}}\n", encoding="utf-8")
+    result = run_cli("prompt", str(task))
+    assert result.returncode == 0, result.stderr
+    assert "only tool is attempt_completion" in result.stdout
+    assert re.findall(r"^## (\w+)$", result.stdout, flags=re.MULTILINE) == ["attempt_completion"]
+
+
+def test_prompt_of_a_suite_needs_a_task_name(run_cli):
+    suite = REPO / "examples" / "tasks" / "docs-suite.yaml"
+    result = run_cli("prompt", str(suite))
+    assert result.returncode == 2
+    assert "--name" in result.stderr and "docstrings" in result.stderr
+    named = run_cli("prompt", str(suite), "--name", "readme")
+    assert named.returncode == 0, named.stderr
+    assert "# STYLE\n\nWrite plain English" in named.stdout
+
+
+def test_prompt_with_a_required_server_that_fails_exits_4(run_cli, tmp_path):
+    task = tmp_path / "t.yaml"
+    task.write_text(
+        "prompt: hi\nextensions: {broken: {cmd: /nonexistent/server}}\n", encoding="utf-8"
+    )
+    result = run_cli("prompt", str(task))
+    assert result.returncode == 4
+    assert "broken" in result.stderr and "Traceback" not in result.stderr
