@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
+from runner.atomic import write_text_atomic
 from runner.log_format import LogWriteError
 
 __all__ = ["save_prompt", "spill"]
@@ -33,17 +32,7 @@ def save_prompt(folder: Path, prompt: str, sha256: str) -> None:
     if target.exists():
         return
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        # Written to a temporary name and renamed, so that concurrent tasks sharing a prompt
-        # never see (or leave behind) a half-written file.
-        fd, name = tempfile.mkstemp(dir=folder, prefix=".prompt-", suffix=".tmp")
+        # Atomic, so that concurrent tasks sharing a prompt never see a half-written file.
+        write_text_atomic(target, prompt, newline="\n")
     except OSError as error:
-        raise LogWriteError(target, error) from error
-    temp = Path(name)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(prompt)
-        temp.replace(target)
-    except OSError as error:
-        temp.unlink(missing_ok=True)
         raise LogWriteError(target, error) from error

@@ -8,11 +8,10 @@ annotations, outputs, masks). Nothing here reads the environment.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from runner.atomic import write_text_atomic
 from runner.errors import ConfigError, ExitCode, worst_exit_code
 from runner.outcome import RunSummary, TaskOutcome, Totals
 from runner.redact import Redactor
@@ -30,7 +29,6 @@ __all__ = [
     "summary_json",
     "summary_text",
     "write_summary_json",
-    "write_text_atomic",
 ]
 
 SUMMARY_VERSION = 1
@@ -99,21 +97,6 @@ def one_line(text: str, limit: int = 200) -> str:
     """`text` on one line (whitespace runs collapsed), cut to `limit` characters with `…`."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temporary file and a rename, so a reader (or a kill)
-    never sees half a report."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def _totals_json(totals: Totals) -> dict[str, Any]:

@@ -11,15 +11,11 @@ from pathlib import Path
 
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
+from runner.atomic import write_text_atomic
 from runner.errors import ConfigError
 from runner.outcome import RunSummary, TaskOutcome
 from runner.redact import Redactor
-from runner.report import (
-    display_path,
-    format_cost,
-    one_line,
-    write_text_atomic,
-)
+from runner.report import display_path, format_cost, one_line
 
 __all__ = ["junit_text", "merge_junit", "run_properties", "task_facts", "write_junit"]
 
