@@ -6,8 +6,8 @@ turns are summarised with one model call. The first user message (the task) is a
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from runner.llm.base import LLM, Message, Usage
 
@@ -32,7 +32,16 @@ def estimate_tokens(system: str, messages: list[Message]) -> int:
 
 
 class CompactionSink(Protocol):
-    def compaction(self, turn: int, **fields: Any) -> None: ...
+    def compaction(
+        self,
+        turn: int,
+        *,
+        kind: Literal["clear_tool_results", "summary"],
+        before_tokens: int,
+        after_tokens: int,
+        messages: Sequence[Mapping[str, str]],
+        summary: str | None = None,
+    ) -> None: ...
 
 
 class Compactor:
@@ -65,8 +74,14 @@ class Compactor:
     async def maybe_compact(self, messages: list[Message], *, turn: int) -> None:
         """Compact when the estimated prompt passes the ratio of the context window."""
         limit = self._limit()
-        if limit is not None and estimate_tokens(self._system, messages) > limit:
-            await self.compact(messages, turn=turn)
+        if limit is None or estimate_tokens(self._system, messages) <= limit:
+            return
+        if estimate_tokens(self._system, messages[:1]) > limit:
+            # The system prompt and the task alone fill the window: no compaction can help, and
+            # summarising anyway would cost a model call every turn and erase the agent's last
+            # steps. The provider's context-length error (which forces a compaction) decides.
+            return
+        await self.compact(messages, turn=turn)
 
     async def compact(self, messages: list[Message], *, turn: int, force: bool = False) -> None:
         """Clear old tool results, then summarise if still too big (always, when `force`)."""
@@ -88,7 +103,8 @@ class Compactor:
         # Index 0 is the task itself; the tail stays whole so the agent keeps its footing.
         for index in range(1, max(1, len(messages) - self._keep_messages)):
             message = messages[index]
-            if message.role == "user" and message.content != CLEARED:
+            # Only where the placeholder is shorter: clearing must never grow the context.
+            if message.role == "user" and len(message.content) > len(CLEARED):
                 messages[index] = Message("user", CLEARED)
                 changed = True
         return changed

@@ -8,7 +8,7 @@ as failed; provider and MCP errors pass through to the caller.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -64,11 +64,40 @@ class EventSink(Protocol):
 
     def message(self, role: Literal["user", "assistant"], content: str, turn: int) -> None: ...
 
-    def model_call(self, turn: int, **fields: Any) -> None: ...
+    def model_call(
+        self,
+        turn: int,
+        *,
+        latency_s: float,
+        usage: Usage,
+        cost_usd: float | None,
+        retries: int,
+        stop_reason: str | None,
+        model: str,
+    ) -> None: ...
 
-    def tool_call(self, turn: int, **fields: Any) -> None: ...
+    def tool_call(
+        self,
+        turn: int,
+        *,
+        tool: str,
+        server: str,
+        arguments: Mapping[str, Any],
+        result: str,
+        is_error: bool,
+        duration_s: float,
+    ) -> None: ...
 
-    def compaction(self, turn: int, **fields: Any) -> None: ...
+    def compaction(
+        self,
+        turn: int,
+        *,
+        kind: Literal["clear_tool_results", "summary"],
+        before_tokens: int,
+        after_tokens: int,
+        messages: Sequence[Mapping[str, str]],
+        summary: str | None = None,
+    ) -> None: ...
 
     def retry(
         self, turn: int, attempt: int, reason: str, status: int | None, wait_s: float
@@ -213,7 +242,8 @@ async def _run_items(
             feedback.append(render_call_error(item))
             continue
         if item.name == ATTEMPT_COMPLETION.name:
-            status = "failure" if item.arguments.get("status") == "failure" else "success"
+            failed = item.arguments.get("status") == "failure"
+            status: Literal["success", "failure"] = "failure" if failed else "success"
             return Completion(str(item.arguments.get("result", "")), status), feedback
         started = time.monotonic()
         result = await executor.call(item.name, item.arguments)

@@ -1,4 +1,4 @@
-"""End-to-end helpers: the real CLI in a subprocess, the fake model server, the real workspace server.
+"""End-to-end helpers: the CLI in a subprocess, the fake model server, the real workspace server.
 
 A `Scenario` is one `agent-runner` invocation: a task file, the files of its workdir, the fake
 server's script and the command line. `run_all` starts every scenario it is given at once (each

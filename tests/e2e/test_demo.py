@@ -10,6 +10,8 @@ from pathlib import Path
 from runner.log import find_sessions, read_session
 from tests.e2e.conftest import REPO, clean_env
 
+DEMO_ARGS = ["--model", "replay:examples/sessions/hello.jsonl", "--out"]
+
 
 def test_the_readme_demo_runs_the_replayed_session_with_no_api_key(tmp_path: Path) -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
@@ -18,8 +20,7 @@ def test_the_readme_demo_runs_the_replayed_session_with_no_api_key(tmp_path: Pat
     assert not any("API_KEY" in name for name in env)
     out = tmp_path / "out"
     done = subprocess.run(
-        [sys.executable, "-m", "runner", "run", "examples/tasks/hello.yaml"]
-        + ["--model", "replay:examples/sessions/hello.jsonl", "--out", str(out)],
+        [sys.executable, "-m", "runner", "run", "examples/tasks/hello.yaml", *DEMO_ARGS, str(out)],
         cwd=REPO,
         env=env,
         capture_output=True,

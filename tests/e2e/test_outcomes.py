@@ -9,9 +9,9 @@ import pytest
 
 from runner.toolcall import REMINDER
 from tests.e2e.conftest import (
+    NO_WORKSPACE,
     Done,
     Scenario,
-    NO_WORKSPACE,
     complete,
     junit_schema_problems,
     log_schema_errors,
