@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 
 from runner.compaction import CLEARED, SUMMARY_PROMPT
-from tests.e2e.conftest import Done, Scenario, call, complete, run_all
+from tests.e2e.conftest import (
+    Done,
+    Scenario,
+    call,
+    complete,
+    log_schema_errors,
+    run_all,
+)
 from tests.fakes.model_server import RecordedRequest, Step, fault, reply
 
 FILES = {f"{name}.txt": f"{name}: a file of some length\n" * 16 for name in "abcd"}
@@ -95,3 +102,8 @@ def test_a_context_length_error_compacts_and_retries_once(runs: dict[str, Done])
     failed, retried = done.requests[3].body["messages"], done.requests[5].body["messages"]
     assert len(retried) < len(failed)
     assert done.task()["result"] == "read them all"
+
+
+def test_logs_with_compaction_events_match_the_json_schema(runs: dict[str, Done]) -> None:
+    for done in runs.values():
+        assert log_schema_errors(done.log().path) == []

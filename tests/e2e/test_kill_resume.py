@@ -14,6 +14,7 @@ from tests.e2e.conftest import (
     assert_no_process_left,
     complete,
     kill,
+    log_schema_errors,
     start,
     tool_reply,
 )
@@ -82,3 +83,8 @@ def test_resume_does_not_run_the_logged_tool_calls_again(
     # The model sees the earlier tool call and its result in the resumed context.
     messages = resumed.requests[0].body["messages"]
     assert any(COUNT_RUN in str(m["content"]) for m in messages)
+
+
+def test_the_killed_and_the_resumed_logs_match_the_json_schema(resumed: Done) -> None:
+    for record in sessions(resumed.out):
+        assert log_schema_errors(record.path) == []

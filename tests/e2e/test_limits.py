@@ -13,6 +13,8 @@ from tests.e2e.conftest import (
     assert_no_process_left,
     complete,
     default_args,
+    junit_schema_problems,
+    needs_shared_junit,
     run_all,
     tool_reply,
 )
@@ -102,3 +104,11 @@ def test_the_run_cost_cap_is_shared_by_the_tasks_of_a_run(runs: dict[str, Done])
     assert done.task("first")["status"] == "passed"
     assert_stopped_by(done, "run_cost", "second")
     assert done.task("second")["cost_usd"] < 0.001
+
+
+@needs_shared_junit
+def test_junit_of_budget_stopped_runs_validates_against_the_jenkins_xsd(
+    runs: dict[str, Done],
+) -> None:
+    for name, done in runs.items():
+        assert junit_schema_problems(done.out / "junit.xml") is None, name

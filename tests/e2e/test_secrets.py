@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import Done, Scenario, complete, run_one, tool_reply
+from tests.e2e.conftest import (
+    Done,
+    Scenario,
+    complete,
+    log_schema_errors,
+    run_one,
+    tool_reply,
+)
 from tests.fakes.mcp_test_server import SCRIPT as PROBE_SERVER
 from tests.fakes.model_server import reply
 
@@ -82,3 +89,7 @@ def test_no_artifact_and_no_console_line_holds_a_seeded_secret(run: Done) -> Non
     assert found == {}
     assert run.task()["result"] == "credentials: *** *** ***"
     assert any(b"***" in data for name, data in artifacts(run).items() if "sessions" in name)
+
+
+def test_the_redacted_log_matches_the_json_schema(run: Done) -> None:
+    assert log_schema_errors(run.log().path) == []

@@ -12,7 +12,10 @@ from tests.e2e.conftest import (
     Scenario,
     Started,
     assert_no_process_left,
+    junit_schema_problems,
     kill,
+    log_schema_errors,
+    needs_shared_junit,
     start,
     tool_reply,
 )
@@ -68,3 +71,16 @@ def test_an_interrupted_run_still_writes_junit_and_the_summary(
 @pytest.mark.parametrize("name", list(SIGNALS))
 def test_an_interrupted_run_leaves_no_process_behind(runs: dict[str, Done], name: str) -> None:
     assert_no_process_left(runs[name].root)
+
+
+@needs_shared_junit
+@pytest.mark.parametrize("name", list(SIGNALS))
+def test_junit_of_an_interrupted_run_validates_against_the_jenkins_xsd(
+    runs: dict[str, Done], name: str
+) -> None:
+    assert junit_schema_problems(runs[name].out / "junit.xml") is None
+
+
+@pytest.mark.parametrize("name", list(SIGNALS))
+def test_an_interrupted_log_matches_the_json_schema(runs: dict[str, Done], name: str) -> None:
+    assert log_schema_errors(runs[name].log().path) == []
