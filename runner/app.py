@@ -1,8 +1,9 @@
-"""`run` and `resume`: select tasks, run them concurrently, write every report, pick the exit code."""
+"""`run` and `resume`: select tasks, run them at once, write the reports, pick the exit code."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fnmatch
 import hashlib
 import signal
@@ -16,7 +17,7 @@ from typing import Any, TextIO
 
 from runner import __version__
 from runner.commands import load_selected_tasks
-from runner.errors import ConfigError, ExitCode
+from runner.errors import ConfigError, ExitCode, RunnerError
 from runner.llm.base import LLM
 from runner.outcome import RunSummary, TaskOutcome
 from runner.prompt.sections import default_prompts_dir, load_sections
@@ -48,6 +49,9 @@ class RunOptions:
     junit: Path | None
     output: str = "text"
     quiet: bool = False
+    verbose: bool = False
+    """Print each task's transcript when it ends (on GitHub Actions it is always printed, folded
+    in a group)."""
     fail_fast: bool = False
 
 
@@ -219,7 +223,7 @@ async def _run_all(
             )
             outcome = await run_task(job.task, job.llm, ctx, job.resume)
             results[index] = outcome
-            _report_finished(outcome, console, ctx.redactor, github)
+            _report_finished(outcome, console, ctx.redactor, github, options.verbose)
             if options.fail_fast and outcome.status != "passed":
                 stop.set()
 
@@ -231,6 +235,7 @@ async def _run_all(
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
+        await _close_models(jobs)
     outcomes = []
     for index, job in enumerate(jobs):
         if index in results:
@@ -274,17 +279,38 @@ def _install_signal_handlers(
     loop.add_signal_handler(signal.SIGTERM, on_signal(ExitCode.SIGTERM))
 
 
+async def _close_models(jobs: list[Job]) -> None:
+    """Close the providers' HTTP clients (their connection pools) before the loop ends."""
+    for job in jobs:
+        close = getattr(job.llm, "aclose", None)
+        if close is not None:
+            with contextlib.suppress(Exception):  # closing is best effort; results are in
+                await close()
+
+
 def _report_finished(
-    outcome: TaskOutcome, console: _Console, redactor: Redactor, github: bool
+    outcome: TaskOutcome, console: _Console, redactor: Redactor, github: bool, verbose: bool
 ) -> None:
     line = task_finished_line(outcome, redactor=redactor)
+    transcript = _transcript(outcome) if (github or verbose) else ""
     if not github:
         console.line(line)
+        if transcript:
+            console.line(transcript)
         return
+    # On GitHub Actions the transcript is folded in a group under the task's result line.
     console.line(group_start(f"{outcome.name}: {outcome.status}"))
     console.line(line)
-    if outcome.result:
-        console.line(outcome.result)
-    if outcome.session_log is not None:
-        console.line(f"session log: {outcome.session_log}")
+    console.line(transcript or f"result: {outcome.result}")
     console.line(group_end())
+
+
+def _transcript(outcome: TaskOutcome) -> str:
+    if outcome.session_log is None:
+        return ""
+    from runner.logview import show_text
+
+    try:
+        return show_text(outcome.session_log).rstrip()
+    except RunnerError as error:  # an unreadable log must not hide the run's reports
+        return f"(transcript unavailable: {error})"

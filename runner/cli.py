@@ -240,6 +240,12 @@ def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         description="Serve the built-in workspace tools over stdio, confined to --root.",
     )
     workspace.add_argument("--root", type=Path, required=True, metavar="DIR")
+    workspace.add_argument(
+        "--output-dir",
+        type=Path,
+        metavar="DIR",
+        help="keep full command outputs here (default: a temporary folder)",
+    )
     workspace.set_defaults(handler=_mcp_workspace)
 
 
@@ -270,6 +276,7 @@ def _settings_and_options(args: argparse.Namespace) -> tuple[Any, Any]:
         junit=args.junit,
         output=args.output,
         quiet=args.quiet,
+        verbose=args.verbose,
         fail_fast=getattr(args, "fail_fast", False),
     )
     return settings, options
@@ -304,7 +311,7 @@ def _prompt(args: argparse.Namespace) -> int:
 def _mcp_workspace(args: argparse.Namespace) -> int:
     from runner.workspace import serve
 
-    return serve(args.root)
+    return serve(args.root, args.output_dir)
 
 
 def _log_show(args: argparse.Namespace) -> int:

@@ -52,20 +52,10 @@ def print_prompt(
     settings = load_settings(config_file=config)
     tasks = load_selected_tasks([path], params, settings)
     task = _pick(tasks, name, path)
-    from runner.prompt import build_system_prompt, host_facts
-    from runner.session_tools import list_task_tools
+    from runner.session_tools import list_task_tools, task_system_prompt
 
-    servers = list_task_tools(task, settings)
-    tools = [spec for specs in servers.values() for spec in specs]
-    text = build_system_prompt(
-        workdir=task.workdir,
-        prompt_dirs=[*settings.prompts, *task.prompt_dirs],
-        inline_sections=task.spec.sections,
-        servers=servers,
-        tools=tools,
-        facts=host_facts(environ()),
-    )
-    sys.stdout.write(text)
+    tools = list_task_tools(task, settings)
+    sys.stdout.write(task_system_prompt(task, settings, tools, environ()))
     return ExitCode.OK
 
 

@@ -20,8 +20,8 @@ from runner.llm.models import cost_usd
 from runner.log import SessionLogWriter
 from runner.loop import AgentGaveUp, Budget, Completion, LimitExceeded, RunBudget, run_loop
 from runner.outcome import Status, TaskOutcome, Totals
-from runner.prompt import build_system_prompt, host_facts
 from runner.redact import Redactor
+from runner.session_tools import task_system_prompt
 from runner.settings import Settings
 from runner.task import Task
 from runner.toolspec import ToolSpec
@@ -171,7 +171,7 @@ async def _run(
     try:
         async with hub:  # stops every server on the way out, cancellation included
             tools = hub.allowed_tools
-            system = _system_prompt(task, settings, tools, ctx.env)
+            system = task_system_prompt(task, settings, tools, ctx.env)
             _open_log(task, llm, ctx, state, redactor, system, tools, resume)
             _warn_on_tool_drift(resume, tools, state, ctx)
             return await _converse(task, llm, ctx, resume, state, system, tools, hub)
@@ -193,22 +193,6 @@ def _warn_on_tool_drift(
         line = f"tools drifted since the parent session: added {added}, removed {removed}"
         state.log.warning(line)
         ctx.say(f"warning: {line}")
-
-
-def _system_prompt(
-    task: Task, settings: Settings, tools: list[ToolSpec], env: dict[str, str]
-) -> str:
-    servers: dict[str, list[ToolSpec]] = {}
-    for spec in tools:
-        servers.setdefault(spec.server, []).append(spec)
-    return build_system_prompt(
-        workdir=task.workdir,
-        prompt_dirs=[*settings.prompts, *task.prompt_dirs],
-        inline_sections=task.spec.sections,
-        servers=servers,
-        tools=tools,
-        facts=host_facts(env),
-    )
 
 
 def _open_log(

@@ -9,16 +9,35 @@ from runner.settings import Settings, environ
 from runner.task import Task
 from runner.toolspec import ToolSpec
 
-__all__ = ["list_task_tools"]
+__all__ = ["list_task_tools", "task_system_prompt"]
 
 
-def list_task_tools(task: Task, settings: Settings) -> dict[str, list[ToolSpec]]:
-    """The tools the task may call (as its run offers them), grouped by server."""
+def task_system_prompt(
+    task: Task, settings: Settings, tools: list[ToolSpec], env: dict[str, str]
+) -> str:
+    """The system prompt of `task` offering `tools`, exactly as a run renders it."""
+    from runner.prompt import build_system_prompt, host_facts
+
+    servers: dict[str, list[ToolSpec]] = {}
+    for spec in tools:
+        servers.setdefault(spec.server, []).append(spec)
+    return build_system_prompt(
+        workdir=task.workdir,
+        prompt_dirs=[*settings.prompts, *task.prompt_dirs],
+        inline_sections=task.spec.sections,
+        servers=servers,
+        tools=tools,
+        facts=host_facts(env),
+    )
+
+
+def list_task_tools(task: Task, settings: Settings) -> list[ToolSpec]:
+    """The tools the task may call, as its run offers them."""
     import anyio
 
     from runner.hub import McpHub
 
-    async def collect() -> dict[str, list[ToolSpec]]:
+    async def collect() -> list[ToolSpec]:
         with tempfile.TemporaryDirectory(prefix="agent-runner-prompt-") as artifacts:
             async with McpHub(
                 {k: v for k, v in task.extensions.items() if v.enabled},
@@ -29,9 +48,6 @@ def list_task_tools(task: Task, settings: Settings) -> dict[str, list[ToolSpec]]
                 default_tool_timeout_s=settings.tool_timeout_s,
                 base_env=environ(),
             ) as hub:
-                servers: dict[str, list[ToolSpec]] = {}
-                for spec in hub.allowed_tools:
-                    servers.setdefault(spec.server, []).append(spec)
-                return servers
+                return hub.allowed_tools
 
     return anyio.run(collect)

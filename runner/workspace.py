@@ -192,11 +192,18 @@ def _blocks(diff: str | None, search: str | None, replace: str | None) -> list[t
     )
 
 
-def serve(root: Path) -> int:
-    """Serve the workspace for `root` over stdio until the client disconnects; the exit code."""
+def serve(root: Path, output_dir: Path | None = None) -> int:
+    """Serve the workspace for `root` over stdio until the client disconnects; the exit code.
+
+    Full command outputs go to `output_dir`, else to a temporary folder removed at exit. The
+    runner uses the temporary folder: outputs may hold secrets the runner cannot mask there.
+    """
     if not root.is_dir():
         print(f"workspace: root {root} is not a folder", file=sys.stderr)
         return 2
+    if output_dir is not None:
+        build_server(root, output_dir).run()
+        return 0
     with tempfile.TemporaryDirectory(prefix="agent-runner-workspace-") as out:
         build_server(root, Path(out)).run()
     return 0
@@ -206,7 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     """`python -m runner.workspace --root DIR`."""
     parser = argparse.ArgumentParser(prog="python -m runner.workspace")
     parser.add_argument("--root", type=Path, required=True, help="the folder tools are confined to")
-    return serve(parser.parse_args(argv).root)
+    parser.add_argument("--output-dir", type=Path, help="where full command outputs are kept")
+    args = parser.parse_args(argv)
+    return serve(args.root, args.output_dir)
 
 
 if __name__ == "__main__":

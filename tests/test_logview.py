@@ -54,3 +54,12 @@ def test_log_show_of_a_torn_log_says_so(run_cli, tmp_path):
 def test_log_show_of_a_missing_file_is_a_usage_error(run_cli, tmp_path):
     result = run_cli("log", "show", str(tmp_path / "nope.jsonl"))
     assert result.returncode == 2
+
+
+def test_run_verbose_prints_each_task_transcript(run_cli, tmp_path):
+    task = REPO / "examples" / "tasks" / "hello.yaml"
+    result = run_cli("run", str(task), "--model", f"replay:{HELLO}", "--out", str(tmp_path), "-v")
+    assert result.returncode == 0, result.stderr
+    assert "[tool list_files ok]" in result.stdout and "END: passed" in result.stdout
+    quiet = run_cli("run", str(task), "--model", f"replay:{HELLO}", "--out", str(tmp_path / "q"))
+    assert "[tool list_files ok]" not in quiet.stdout
