@@ -16,12 +16,12 @@ def task_system_prompt(
     task: Task, settings: Settings, tools: list[ToolSpec], env: dict[str, str]
 ) -> str:
     """The system prompt of `task` offering `tools`, exactly as a run renders it."""
-    from runner.prompt import build_system_prompt, host_facts
+    from runner.prompt import build_sections, host_facts, render_sections
 
     servers: dict[str, list[ToolSpec]] = {}
     for spec in tools:
         servers.setdefault(spec.server, []).append(spec)
-    return build_system_prompt(
+    sections = build_sections(
         workdir=task.workdir,
         prompt_dirs=[*settings.prompts, *task.prompt_dirs],
         inline_sections=task.spec.sections,
@@ -29,6 +29,7 @@ def task_system_prompt(
         tools=tools,
         facts=host_facts(env),
     )
+    return render_sections(sections)
 
 
 def list_task_tools(task: Task, settings: Settings) -> list[ToolSpec]:

@@ -1,6 +1,6 @@
 """The sectioned system prompt: static sections, dynamic sections, and the tool catalogue."""
 
-from runner.prompt.builder import build_sections, build_system_prompt
+from runner.prompt.builder import build_sections
 from runner.prompt.dynamic import HostFacts, host_facts
 from runner.prompt.sections import Section, render_sections
 
@@ -8,7 +8,6 @@ __all__ = [
     "HostFacts",
     "Section",
     "build_sections",
-    "build_system_prompt",
     "host_facts",
     "render_sections",
 ]

@@ -7,10 +7,11 @@ from pathlib import Path
 
 from runner.prompt.catalogue import catalogue_sections
 from runner.prompt.dynamic import HostFacts, dynamic_sections
-from runner.prompt.sections import Section, default_prompts_dir, load_sections, render_sections
+from runner.prompt.sections import Section, default_prompts_dir, load_sections
+
 from runner.toolspec import ToolSpec
 
-__all__ = ["build_sections", "build_system_prompt"]
+__all__ = ["build_sections"]
 
 
 def build_sections(
@@ -22,28 +23,9 @@ def build_sections(
     tools: Sequence[ToolSpec],
     facts: HostFacts,
 ) -> list[Section]:
-    """Static (defaults, then `prompt_dirs`, then inline), dynamic, then the tool catalogue."""
+    """Static (defaults, then `prompt_dirs`, then inline), dynamic, then the tool catalogue.
+
+    `render_sections` turns the list into the prompt text.
+    """
     static = load_sections([default_prompts_dir(), *prompt_dirs], inline_sections)
     return [*static, *dynamic_sections(workdir, facts), *catalogue_sections(servers, tools)]
-
-
-def build_system_prompt(
-    *,
-    workdir: Path,
-    prompt_dirs: Sequence[Path],
-    inline_sections: Mapping[str, str],
-    servers: Mapping[str, Sequence[ToolSpec]],
-    tools: Sequence[ToolSpec],
-    facts: HostFacts,
-) -> str:
-    """The system prompt text."""
-    return render_sections(
-        build_sections(
-            workdir=workdir,
-            prompt_dirs=prompt_dirs,
-            inline_sections=inline_sections,
-            servers=servers,
-            tools=tools,
-            facts=facts,
-        )
-    )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from runner.prompt import HostFacts, build_sections, build_system_prompt
+from runner.prompt import HostFacts, build_sections, render_sections
 from runner.toolspec import ToolSpec
 
 GOLDEN = Path(__file__).parent / "golden" / "system-prompt.md"
@@ -73,7 +73,8 @@ def test_sections_come_in_the_documented_order(tmp_path):
 
 
 def test_the_system_prompt_matches_the_golden_file(tmp_path):
-    text, workdir = build(tmp_path, build_system_prompt)
+    sections, workdir = build(tmp_path, build_sections)
+    text = render_sections(sections)
     text = text.replace(str(workdir), "<WORKDIR>")
     if os.environ.get("UPDATE_GOLDEN"):
         GOLDEN.write_text(text, encoding="utf-8")
