@@ -5,18 +5,20 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
-
-import anthropic
-import httpx2
-from anthropic.types import MessageParam, TextBlockParam
+from typing import TYPE_CHECKING, Any
 
 from runner.errors import ConfigError
 from runner.llm.base import Message, Reply, RetryEvent, Usage
 from runner.llm.models import lookup_model
+from runner.llm.preload import Preload
 from runner.llm.retry import CallError, CallTarget, Sleep, call_with_retries
 from runner.llm.streaming import estimate_usage, idle_chunks, within_idle
 from runner.settings import Settings
+
+if TYPE_CHECKING:
+    import anthropic
+    import httpx2
+    from anthropic.types import MessageParam, TextBlockParam
 
 __all__ = ["DEFAULT_BASE_URL", "KEY_ENV", "AnthropicMessages", "create"]
 
@@ -60,13 +62,28 @@ class AnthropicMessages:
         base_url = settings.anthropic_base_url or DEFAULT_BASE_URL
         self._target = CallTarget(self.provider, model, base_url, KEY_ENV)
         timeout = settings.retry.request_timeout_s
-        self._client = anthropic.AsyncAnthropic(
-            api_key=settings.anthropic_api_key.get_secret_value(),
-            base_url=base_url,
-            max_retries=0,
-            timeout=httpx2.Timeout(timeout, connect=min(timeout, 30.0)),
-            http_client=http_client,
-        )
+        api_key = settings.anthropic_api_key.get_secret_value()
+
+        def build() -> anthropic.AsyncAnthropic:
+            # Imported here, in the preload thread: the SDK's import is most of a cold start.
+            import anthropic
+            import httpx2
+
+            client = anthropic.AsyncAnthropic(
+                api_key=api_key,
+                base_url=base_url,
+                max_retries=0,
+                timeout=httpx2.Timeout(timeout, connect=min(timeout, 30.0)),
+                http_client=http_client,
+            )
+            _ = client.messages  # the SDK imports its resources on first access
+            return client
+
+        self._preload = Preload(build, name="anthropic-client")
+
+    @property
+    def _client(self) -> anthropic.AsyncAnthropic:
+        return self._preload.get()
 
     async def complete(
         self,
@@ -93,6 +110,9 @@ class AnthropicMessages:
     async def _attempt(
         self, system: str, messages: Sequence[Message]
     ) -> tuple[str, Usage, str, str]:
+        import anthropic
+        import httpx2
+
         try:
             return await self._stream(system, messages)
         except anthropic.APIStatusError as exc:

@@ -10,18 +10,20 @@ import asyncio
 import re
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
-
-import httpx2
-import openai
-from openai.types.chat import ChatCompletionMessageParam
+from typing import TYPE_CHECKING, Any
 
 from runner.errors import ConfigError
 from runner.llm.base import Message, Reply, RetryEvent, Usage
 from runner.llm.models import lookup_model
+from runner.llm.preload import Preload
 from runner.llm.retry import CallError, CallTarget, Sleep, call_with_retries
 from runner.llm.streaming import estimate_usage, idle_chunks, within_idle
 from runner.settings import Settings
+
+if TYPE_CHECKING:
+    import httpx2
+    import openai
+    from openai.types.chat import ChatCompletionMessageParam
 
 __all__ = ["DEFAULT_BASE_URL", "KEY_ENV", "OpenAIChat", "create"]
 
@@ -62,13 +64,27 @@ class OpenAIChat:
             self.provider, model, base_url or DEFAULT_BASE_URL, KEY_ENV if key else None
         )
         timeout = settings.retry.request_timeout_s
-        self._client = openai.AsyncOpenAI(
-            api_key=key or _PLACEHOLDER_KEY,
-            base_url=base_url or DEFAULT_BASE_URL,
-            max_retries=0,
-            timeout=httpx2.Timeout(timeout, connect=min(timeout, 30.0)),
-            http_client=http_client,
-        )
+
+        def build() -> openai.AsyncOpenAI:
+            # Imported here, in the preload thread: the SDK's import is most of a cold start.
+            import httpx2
+            import openai
+
+            client = openai.AsyncOpenAI(
+                api_key=key or _PLACEHOLDER_KEY,
+                base_url=base_url or DEFAULT_BASE_URL,
+                max_retries=0,
+                timeout=httpx2.Timeout(timeout, connect=min(timeout, 30.0)),
+                http_client=http_client,
+            )
+            _ = client.chat.completions  # the SDK imports its resources on first access
+            return client
+
+        self._preload = Preload(build, name="openai-client")
+
+    @property
+    def _client(self) -> openai.AsyncOpenAI:
+        return self._preload.get()
 
     async def complete(
         self,
@@ -95,6 +111,8 @@ class OpenAIChat:
     async def _attempt(
         self, system: str, messages: Sequence[Message]
     ) -> tuple[str, Usage, str, str]:
+        import openai
+
         try:
             return await self._stream(system, messages)
         except openai.APIStatusError as exc:
@@ -111,6 +129,8 @@ class OpenAIChat:
     async def _stream(
         self, system: str, messages: Sequence[Message]
     ) -> tuple[str, Usage, str, str]:
+        import openai
+
         idle_s = self._settings.retry.idle_timeout_s
         limit = self._settings.max_output_tokens
         new_limit_name = bool(_COMPLETION_TOKENS_MODELS.match(self.model))

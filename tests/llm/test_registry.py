@@ -151,6 +151,8 @@ def test_choosing_openai_imports_only_openai() -> None:
         "import sys; from runner.llm.registry import create_llm;"
         "from runner.settings import Settings;"
         "create_llm('openai:gpt-4.1', Settings(openai_api_key='k'));"
+        # The client is built in a preload thread: wait for it before looking.
+        "import threading; [t.join() for t in threading.enumerate() if t.name.endswith('-client')];"
         "print('openai' in sys.modules, 'anthropic' in sys.modules)"
     )
     out = subprocess.run(

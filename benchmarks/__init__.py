@@ -1,0 +1,1 @@
+"""Benchmarks of the runner against the bare SDK and MCP floor (DESIGN section 11)."""

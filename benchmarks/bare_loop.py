@@ -1,0 +1,101 @@
+"""The floor: a bare agent loop with the same SDK and the same requests, and a no-op tool.
+
+    python -m benchmarks.bare_loop --wire openai --system PROMPT.md --max-turns N
+
+It streams each request exactly as the runner's provider does (same SDK, same system prompt, same
+history growth), runs an in-process no-op tool for any reply that is not attempt_completion, and
+prints one JSON line: turns done and the process's peak RSS. The fake server times the requests.
+Base URLs and keys come from OPENAI_BASE_URL / ANTHROPIC_BASE_URL and the *_API_KEY variables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+from pathlib import Path
+from typing import Any
+
+PROMPT = "Read notes.txt and report."
+TOOL_RESULT = "[read_file for 'notes.txt'] Result:\nbenchmark notes\n"
+
+
+async def _openai_loop(system: str, max_turns: int) -> int:
+    import openai
+
+    client = openai.AsyncOpenAI(max_retries=0)
+    messages: list[Any] = [
+        {"role": "system", "content": system},
+        {"role": "user", "content": PROMPT},
+    ]
+    turns = 0
+    while turns < max_turns:
+        stream = await client.chat.completions.create(
+            model="gpt-4.1",
+            messages=messages,
+            stream=True,
+            stream_options={"include_usage": True},
+            max_tokens=8192,
+        )
+        parts = []
+        async for chunk in stream:
+            for choice in chunk.choices:
+                if choice.delta.content:
+                    parts.append(choice.delta.content)
+        turns += 1
+        text = "".join(parts)
+        if "<attempt_completion>" in text:
+            break
+        messages.append({"role": "assistant", "content": text})
+        messages.append({"role": "user", "content": TOOL_RESULT})
+    await client.close()
+    return turns
+
+
+async def _anthropic_loop(system: str, max_turns: int) -> int:
+    import anthropic
+
+    client = anthropic.AsyncAnthropic(max_retries=0)
+    cached: Any = {"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}
+    messages: list[Any] = [{"role": "user", "content": PROMPT}]
+    turns = 0
+    while turns < max_turns:
+        stream = await client.messages.create(
+            model="claude-sonnet-4-5",
+            max_tokens=8192,
+            system=[cached],
+            messages=messages,
+            stream=True,
+        )
+        parts = []
+        async for event in stream:
+            if event.type == "content_block_delta" and event.delta.type == "text_delta":
+                parts.append(event.delta.text)
+        turns += 1
+        text = "".join(parts)
+        if "<attempt_completion>" in text:
+            break
+        messages.append({"role": "assistant", "content": text})
+        messages.append({"role": "user", "content": TOOL_RESULT})
+    await client.close()
+    return turns
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="bare SDK loop (benchmark floor)")
+    parser.add_argument("--wire", choices=["openai", "anthropic"], default="openai")
+    parser.add_argument("--system", type=Path, help="system prompt file (default: a short one)")
+    parser.add_argument("--max-turns", type=int, default=10_000)
+    args = parser.parse_args()
+    system = args.system.read_text(encoding="utf-8") if args.system else "You are an agent."
+    loop = _openai_loop if args.wire == "openai" else _anthropic_loop
+    turns = asyncio.run(loop(system, args.max_turns))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"turns": turns, "peak_rss_kib": peak, "pid": os.getpid()}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
