@@ -25,8 +25,10 @@ from runner.hub_config import merge_extensions, server_env, workspace_extension
 from runner.hub_connection import Connection, StartFailure
 from runner.hub_render import (
     CONNECTION_CLOSED,
+    MAX_RESULT_CHARS,
     EventSink,
     HubEvent,
+    bound_text,
     policy_allows,
     render_error,
     render_result,
@@ -65,8 +67,10 @@ class McpHub:
         base_env: Mapping[str, str] | None = None,
         on_event: EventSink | None = None,
         max_restarts: int = 3,
+        max_result_chars: int = MAX_RESULT_CHARS,
     ) -> None:
         self._policy = policy or ToolPolicy()
+        self._max_result_chars = max_result_chars
         self._default_timeout_s = default_tool_timeout_s
         self._on_event = on_event
         self._max_restarts = max_restarts
@@ -142,7 +146,10 @@ class McpHub:
         usable = await self._usable(conn)
         if isinstance(usable, ToolResult):
             return usable
-        return await self._call(usable, spec, arguments)
+        result = await self._call(usable, spec, arguments)
+        # A huge result would fill the model's context (and the log) for nothing: cut it here.
+        text = bound_text(result.text, self._max_result_chars)
+        return result if text is result.text else ToolResult(text, result.is_error)
 
     async def _start_all(self) -> None:
         failures: dict[str, StartFailure] = {}
@@ -170,6 +177,8 @@ class McpHub:
         name, cfg, log = conn.name, conn.config, conn.stderr_path
         what = f"MCP server {name!r} failed to start: {exc}"
         where = f" (server stderr: {log})" if cfg.type == "stdio" else f" (endpoint: {cfg.uri})"
+        said = _last_line(log) if cfg.type == "stdio" else ""
+        what += f"; its stderr ends with: {said!r}" if said else ""
         if cfg.required:
             raise McpServerError(
                 f"{what}{where}. Fix the extension's command or endpoint, or set `required: false` "
@@ -317,6 +326,18 @@ class McpHub:
     def _emit(self, event: HubEvent) -> None:
         if self._on_event is not None:
             self._on_event(event)
+
+
+def _last_line(path: Path, limit: int = 300) -> str:
+    """The last non-empty line of a server's stderr log (at most `limit` characters), or ''."""
+    try:
+        with path.open("rb") as file:
+            file.seek(max(file.seek(0, 2) - 4096, 0))
+            tail = file.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    return lines[-1][:limit] if lines else ""
 
 
 def _really_cancelled() -> bool:

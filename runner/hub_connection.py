@@ -18,13 +18,14 @@ import mcp_types as types
 from anyio.abc import TaskGroup, TaskStatus
 from mcp.client import Client
 from mcp.client.sse import sse_client
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from runner.extension import ExtensionConfig
 from runner.hub_config import server_env
+from runner.hub_stdio import stdio_transport
 
 __all__ = ["Connection", "StartFailure"]
 
@@ -150,7 +151,7 @@ class Connection:
                 env=server_env(self._base_env, cfg.envs),
                 cwd=self._workdir,
             )
-            return stdio_client(params, errlog=errlog)
+            return stdio_transport(params, errlog)
         assert cfg.uri is not None
         if cfg.type == "sse":
             return sse_client(cfg.uri, headers=dict(cfg.headers) or None)

@@ -18,9 +18,11 @@ from runner.extension import ToolPolicy
 from runner.toolspec import ToolResult, ToolSpec
 
 __all__ = [
+    "MAX_RESULT_CHARS",
     "EventKind",
     "EventSink",
     "HubEvent",
+    "bound_text",
     "policy_allows",
     "render_error",
     "render_result",
@@ -28,6 +30,8 @@ __all__ = [
 
 REQUEST_TIMEOUT = -32001
 CONNECTION_CLOSED = -32000
+MAX_RESULT_CHARS = 100_000
+"""The most characters of one tool result the model gets (about 25k tokens); the rest is cut."""
 
 EventKind = Literal["warning", "restart", "progress", "stderr"]
 
@@ -120,4 +124,20 @@ def render_error(exc: MCPError, *, tool: str, server: str, timeout_s: float) -> 
     return (
         f"Error: MCP server {server!r} rejected the call to {tool!r}: {exc.message} "
         f"(JSON-RPC error {exc.code})."
+    )
+
+
+def bound_text(text: str, limit: int) -> str:
+    """`text` when it fits in `limit` characters; else its head and tail around a note.
+
+    The head (four fifths) matters most for documents and JSON, the tail for logs. The whole
+    result is not saved: the hub has no redactor, and an artifact must never hold a secret.
+    """
+    if len(text) <= limit:
+        return text
+    head, tail = text[: limit * 4 // 5], text[len(text) - limit // 5 :]
+    omitted = len(text) - len(head) - len(tail)
+    return (
+        f"{head}\n... [{omitted} characters of a {len(text)}-character tool result omitted; "
+        f"ask the tool for a smaller part if you need more] ...\n{tail}"
     )
