@@ -168,9 +168,16 @@ async def run_loop(
     budget: Budget,
     compactor: Compactor,
     cost_of: Any,
+    denied: Sequence[ToolSpec] = (),
 ) -> Completion:
-    """Run turns until attempt_completion; `messages` is extended in place (the live context)."""
-    by_name = {spec.name: spec for spec in tools}
+    """Run turns until attempt_completion; `messages` is extended in place (the live context).
+
+    `denied` are tools the policy forbids: not offered to the model, but a call of one is parsed
+    as a call and goes to the executor, whose error result names the policy (DESIGN 7b).
+    """
+    by_name = {spec.name: spec for spec in denied}
+    by_name.update({spec.name: spec for spec in tools})
+    unlisted = {spec.name for spec in denied} - {spec.name for spec in tools}
     by_name[ATTEMPT_COMPLETION.name] = ATTEMPT_COMPLETION
     silent_replies = 0
     while True:
@@ -189,7 +196,7 @@ async def run_loop(
             stop_reason=reply.stop_reason,
             model=reply.model,
         )
-        parsed = parse_reply(reply.text, by_name)
+        parsed = parse_reply(reply.text, by_name, unlisted=unlisted)
         if not parsed.items:
             silent_replies += 1
             if silent_replies >= MAX_REPLIES_WITHOUT_TOOL:

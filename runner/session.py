@@ -262,6 +262,7 @@ async def _converse(
     )
     success = task.spec.success
     attempts_left = success.retries
+    offered = {t.name for t in tools}
     timeout = task.spec.limits.timeout
     try:
         async with asyncio.timeout(timeout) as scope:
@@ -276,6 +277,7 @@ async def _converse(
                     budget=state.budget,
                     compactor=compactor,
                     cost_of=cost_of,
+                    denied=[t for t in hub.tools if t.name not in offered],
                 )
                 if state.completion.status == "failure":
                     return "failed", "agent", "the agent reported failure"

@@ -35,7 +35,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,8 +123,15 @@ _MANY_BLANK_LINES = re.compile(r"\n{3,}")
 _MAX_TOOLS_LISTED = 12
 
 
-def parse_reply(text: str, tools: Mapping[str, ToolSpec]) -> ParsedReply:
-    """Split a reply into calls of `tools` (include ATTEMPT_COMPLETION there) and reasoning."""
+def parse_reply(
+    text: str, tools: Mapping[str, ToolSpec], *, unlisted: Collection[str] = ()
+) -> ParsedReply:
+    """Split a reply into calls of `tools` (include ATTEMPT_COMPLETION there) and reasoning.
+
+    Names in `unlisted` are parsed as calls but not named to the model as available tools (the
+    policy denies them; the executor's error result says so).
+    """
+    listed = {name: spec for name, spec in tools.items() if name not in unlisted}
     items: list[ToolCall | CallError] = []
     prose: list[str] = []
     truncated = False
@@ -137,7 +144,7 @@ def parse_reply(text: str, tools: Mapping[str, ToolSpec]) -> ParsedReply:
             truncated = True
             items.append(CallError(found.tool, _cut_off_message(found.tool), raw))
         elif not found.known:
-            items.append(CallError(found.tool, _unknown_tool_message(found.tool, tools), raw))
+            items.append(CallError(found.tool, _unknown_tool_message(found.tool, listed), raw))
         else:
             items.append(_build(found.tool, tools[found.tool], found, raw))
     prose.append(text[prose_start:])
