@@ -194,6 +194,7 @@ class _Loader:
         spec = self._fill_templates(path, located, at, spec, values)
         base = path.parent.resolve()
         workdir = (base / spec.workdir).resolve()
+        repository = _repository_of(base)
         if not workdir.is_dir():
             self.problem(
                 path,
@@ -201,6 +202,16 @@ class _Loader:
                 (*at, "workdir"),
                 f"workdir {workdir} does not exist",
                 "create it, or point `workdir:` at a folder relative to the task file",
+            )
+        elif repository is not None and not workdir.is_relative_to(repository):
+            self.problem(
+                path,
+                located,
+                (*at, "workdir"),
+                f"workdir {workdir} is outside the repository {repository} that holds the "
+                "task file (after resolving '..' and symlinks)",
+                "point `workdir:` at a folder inside the repository, or keep the task file in "
+                "the repository (or folder outside any repository) that holds the workdir",
             )
         extensions, secrets = self._extensions(path, located, at, spec, workdir)
         line = located.where(at)[0] if at else 1
@@ -350,6 +361,14 @@ class _Loader:
                     f"declared params: {declared}",
                 )
             )
+
+
+def _repository_of(folder: Path) -> Path | None:
+    """The git work tree holding `folder` (the nearest ancestor with a `.git`), or None."""
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
 
 
 def _deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:

@@ -68,7 +68,10 @@ class _Builder:
             return self._mapping(node, path, depth)
         if isinstance(node, yaml.SequenceNode):
             return [self.build(item, (*path, i), depth + 1) for i, item in enumerate(node.value)]
-        return self._scalars.construct_object(node, deep=True)
+        try:
+            return self._scalars.construct_object(node, deep=True)
+        except (ValueError, OverflowError) as exc:  # e.g. an integer of 5,000 digits
+            raise _error(node, f"unreadable value: {exc}", "write a shorter value") from None
 
     def _mapping(self, node: yaml.MappingNode, path: Path_, depth: int) -> dict[str, Any]:
         self._scalars.flatten_mapping(node)  # resolves `<<:` merge keys
@@ -76,7 +79,7 @@ class _Builder:
         for key_node, value_node in node.value:
             if not isinstance(key_node, yaml.ScalarNode):
                 raise _error(key_node, "a key must be a plain value", "quote it as a string")
-            key = str(self._scalars.construct_object(key_node))
+            key = str(self.build(key_node, (*path, "<key>"), depth + 1))
             if key in result:
                 line = self.marks[(*path, key)][0]
                 raise _error(key_node, f"duplicate key {key!r} (first on line {line})", "keep one")
