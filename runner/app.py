@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import fnmatch
 import hashlib
 import signal
@@ -17,7 +18,7 @@ from typing import Any, TextIO
 
 from runner import __version__
 from runner.commands import load_selected_tasks
-from runner.errors import ConfigError, ExitCode, RunnerError
+from runner.errors import ConfigError, ExitCode, RunnerError, worst_exit_code
 from runner.llm.base import LLM
 from runner.outcome import RunSummary, TaskOutcome
 from runner.prompt.sections import default_prompts_dir, load_sections
@@ -162,8 +163,7 @@ def execute(jobs: list[Job], settings: Settings, options: RunOptions) -> int:
         out_dir=options.out,
         junit_path=junit,
     )
-    write_junit(summary, junit, redactor)
-    write_summary_json(summary, options.out / "summary.json", redactor)
+    summary = _write_reports(summary, junit, redactor, console)
     if options.output == "json":
         print(summary_text(summary, redactor))
     else:
@@ -178,6 +178,28 @@ def execute(jobs: list[Job], settings: Settings, options: RunOptions) -> int:
         if github.output is not None:
             write_outputs(summary, github.output)
     return summary.exit_code
+
+
+def _write_reports(
+    summary: RunSummary, junit: Path, redactor: Redactor, console: _Console
+) -> RunSummary:
+    """Write JUnit, then summary.json; one that cannot be written is reported and makes the exit
+    code 4 (an unwritable or full artifacts folder), and the other is still written."""
+    writers: list[tuple[Path, Callable[[RunSummary, Path, Redactor], None]]] = [
+        (junit, write_junit),
+        (summary.out_dir / "summary.json", write_summary_json),
+    ]
+    for path, write in writers:
+        try:
+            write(summary, path, redactor)
+        except OSError as error:
+            console.diagnostic(
+                f"agent-runner: cannot write {path}: {error.strerror or error} (check that its"
+                " folder is writable and its disk has space)"
+            )
+            code = worst_exit_code([summary.exit_code, ExitCode.INFRASTRUCTURE])
+            summary = dataclasses.replace(summary, exit_code=code)
+    return summary
 
 
 class _Console:
@@ -229,20 +251,40 @@ async def _run_all(
 
     loop = asyncio.get_running_loop()
     tasks = [asyncio.create_task(one(i, job)) for i, job in enumerate(jobs)]
-    _install_signal_handlers(loop, ctx, stop, tasks)
+    previous = _install_signal_handlers(loop, ctx, stop, tasks)
+    ended: list[BaseException | None] = []
     try:
-        await asyncio.gather(*tasks, return_exceptions=True)
+        ended = await asyncio.gather(*tasks, return_exceptions=True)
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig, handler in previous.items():
             loop.remove_signal_handler(sig)
+            # After an interrupt the first signal has decided the exit code: GitHub's SIGTERM,
+            # 7.5 s after its SIGINT, must not kill the process while it writes the reports.
+            signal.signal(sig, signal.SIG_IGN if ctx.interrupted else handler)
         await _close_models(jobs)
     outcomes = []
     for index, job in enumerate(jobs):
         if index in results:
             outcomes.append(results[index])
+        elif job.started and not ctx.interrupted:
+            error = ended[index] if index < len(ended) else None
+            outcomes.append(_lost(job, error))
         elif ctx.interrupted:
             outcomes.append(_not_started(job, ctx))
     return outcomes
+
+
+def _lost(job: Job, error: BaseException | None) -> TaskOutcome:
+    """A task that ended without an outcome (a bug): reported as an internal error, not lost."""
+    return TaskOutcome(
+        name=job.task.name,
+        task_file=job.task.file,
+        status="error",
+        reason=f"internal error: the task ended without an outcome ({error!r})",
+        kind="internal",
+        exit_code=ExitCode.INTERNAL,
+        model=f"{job.llm.provider}:{job.llm.model}",
+    )
 
 
 def _not_started(job: Job, ctx: RunContext) -> TaskOutcome:
@@ -262,21 +304,28 @@ def _install_signal_handlers(
     ctx: RunContext,
     stop: asyncio.Event,
     tasks: list[asyncio.Task[None]],
-) -> None:
+) -> dict[signal.Signals, Any]:
+    """Install the run's handlers; return the ones they replace, to restore afterwards."""
+
     def on_signal(code: ExitCode) -> Callable[[], None]:
         def handler() -> None:
-            # The first signal sets the code (GitHub sends SIGINT, then SIGTERM 7.5 s later).
-            if not ctx.interrupted:
-                ctx.signal_exit = code
-                ctx.interrupted = True
+            # The first signal sets the code and cancels the tasks (GitHub sends SIGINT, then
+            # SIGTERM 7.5 s later). A later one changes nothing: cancelling again would cut short
+            # the clean-up the first one started (stopping MCP servers, writing end lines).
+            if ctx.interrupted:
+                return
+            ctx.signal_exit = code
+            ctx.interrupted = True
             stop.set()
             for task in tasks:
                 task.cancel()
 
         return handler
 
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     loop.add_signal_handler(signal.SIGINT, on_signal(ExitCode.SIGINT))
     loop.add_signal_handler(signal.SIGTERM, on_signal(ExitCode.SIGTERM))
+    return previous
 
 
 async def _close_models(jobs: list[Job]) -> None:

@@ -39,7 +39,7 @@ EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.FAILED: "at least one task failed",
     ExitCode.USAGE: "usage or configuration error; nothing ran",
     ExitCode.INTERNAL: "internal error (a bug)",
-    ExitCode.INFRASTRUCTURE: "infrastructure error (provider or MCP server)",
+    ExitCode.INFRASTRUCTURE: "infrastructure error (provider, MCP server or artifacts folder)",
     ExitCode.BUDGET: "a limit stopped a task before it completed",
     ExitCode.SIGINT: "interrupted by SIGINT",
     ExitCode.SIGTERM: "interrupted by SIGTERM",

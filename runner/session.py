@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import traceback
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from runner.errors import ExitCode, RunnerError
 from runner.hub import McpHub
 from runner.llm.base import LLM, Message, Usage
 from runner.llm.models import cost_usd
-from runner.log import SessionLogWriter
+from runner.log import LogWriteError, SessionLogWriter
 from runner.loop import AgentGaveUp, Budget, Completion, LimitExceeded, RunBudget, run_loop
 from runner.outcome import Status, TaskOutcome, Totals
 from runner.redact import Redactor
@@ -107,8 +108,10 @@ async def run_task(
         ctx.say(redactor.text(traceback.format_exc()))
     totals = _totals(state)
     result = state.completion.result if state.completion else ""
-    if state.log is not None and not state.log.ended:
-        state.log.end(status, reason, totals, result or None, kind=kind)
+    lost = _end_log(state, status, reason, totals, result, kind)
+    if lost is not None and code in (ExitCode.OK, ExitCode.FAILED, ExitCode.BUDGET):
+        # The outcome stands in JUnit and the summary, but the log that backs it is incomplete.
+        status, kind, reason, code = "error", "artifacts", str(lost), lost.exit_code
     return TaskOutcome(
         name=task.name,
         task_file=task.file,
@@ -122,6 +125,22 @@ async def run_task(
         session_log=state.log.path if state.log else None,
         session_id=state.log.session_id if state.log else "",
     )
+
+
+def _end_log(
+    state: _State, status: Status, reason: str, totals: Totals, result: str, kind: str
+) -> LogWriteError | None:
+    """Write the log's end line and close it; the error when the log cannot be written."""
+    log = state.log
+    if log is None or log.ended:
+        return None
+    try:
+        log.end(status, reason, totals, result or None, kind=kind)
+    except LogWriteError as error:
+        with contextlib.suppress(LogWriteError):
+            log.close()
+        return error
+    return None
 
 
 def _error_kind(error: RunnerError) -> str:
