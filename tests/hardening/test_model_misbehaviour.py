@@ -31,6 +31,8 @@ HUNDRED = 100
 HUGE_BYTES = 5 * 1024 * 1024
 HUGE = ("The model keeps talking at length about nothing in particular. " * 90_000)[:HUGE_BYTES]
 
+pytestmark = pytest.mark.slow
+
 CASES = {
     "misbehaving": (
         Scenario(

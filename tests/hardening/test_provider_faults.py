@@ -31,6 +31,8 @@ from tests.hardening.conftest import (
     secret_leaks,
 )
 
+pytestmark = pytest.mark.slow
+
 MAX_ATTEMPTS = 4
 IDLE_S = 0.5
 RETRY_AFTER_S = 0.15
