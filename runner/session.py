@@ -104,7 +104,9 @@ async def run_task(
         status, kind, code = "error", "internal", ExitCode.INTERNAL
         reason = f"internal error: {error!r}"
         if state.log is not None and not state.log.ended:
-            state.log.warning(traceback.format_exc())
+            # The end line below reports an unwritable log; the traceback still reaches stderr.
+            with contextlib.suppress(LogWriteError):
+                state.log.warning(traceback.format_exc())
         ctx.say(redactor.text(traceback.format_exc()))
     totals = _totals(state)
     result = state.completion.result if state.completion else ""
