@@ -14,7 +14,7 @@ from runner.llm.base import LLM, Message, Usage
 if TYPE_CHECKING:
     from runner.loop import Budget
 
-__all__ = ["CLEARED", "Compactor", "estimate_tokens"]
+__all__ = ["CLEARED", "CompactionSink", "Compactor", "estimate_tokens"]
 
 CLEARED = "[Tool results of this turn were cleared to save context.]"
 SUMMARY_PROMPT = (
@@ -32,6 +32,8 @@ def estimate_tokens(system: str, messages: list[Message]) -> int:
 
 
 class CompactionSink(Protocol):
+    """Where compactions are reported (the session log writer fits)."""
+
     def compaction(
         self,
         turn: int,

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from runner.compaction import Compactor
+from runner.compaction import CompactionSink, Compactor
 from runner.errors import ContextLengthError
 from runner.llm.base import LLM, Message, Reply, RetryEvent, Usage
 from runner.toolcall import (
@@ -59,7 +59,7 @@ class ToolExecutor(Protocol):
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult: ...
 
 
-class EventSink(Protocol):
+class EventSink(CompactionSink, Protocol):
     """Where the loop reports what happens (the session log writer fits)."""
 
     def message(self, role: Literal["user", "assistant"], content: str, turn: int) -> None: ...
@@ -86,17 +86,6 @@ class EventSink(Protocol):
         result: str,
         is_error: bool,
         duration_s: float,
-    ) -> None: ...
-
-    def compaction(
-        self,
-        turn: int,
-        *,
-        kind: Literal["clear_tool_results", "summary"],
-        before_tokens: int,
-        after_tokens: int,
-        messages: Sequence[Mapping[str, str]],
-        summary: str | None = None,
     ) -> None: ...
 
     def retry(
