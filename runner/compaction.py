@@ -23,6 +23,8 @@ SUMMARY_PROMPT = (
     "has been done (files read and changed, commands run and their outcomes), what was learned, "
     "and what remains to do. Keep file paths, names and error messages exact. No preamble."
 )
+_LOW_WATER = 0.5
+"""Clearing tool results suffices only when it leaves the prompt under this share of the limit."""
 _CHARS_PER_TOKEN = 4  # a rough, provider-neutral estimate; only the ratio to the window matters
 
 
@@ -86,13 +88,16 @@ class Compactor:
         await self.compact(messages, turn=turn)
 
     async def compact(self, messages: list[Message], *, turn: int, force: bool = False) -> None:
-        """Clear old tool results, then summarise if still too big (always, when `force`)."""
+        """Clear old tool results, then summarise if still over half the limit (always, when
+        `force`)."""
         before = estimate_tokens(self._system, messages)
         if self._clear_tool_results(messages):
             after = estimate_tokens(self._system, messages)
             self._record(turn, "clear_tool_results", before, after, messages)
             limit = self._limit()
-            if not force and limit is not None and after <= limit:
+            # Clearing must leave real room (half the limit), or the next turns compact again
+            # and again for less each time while the message count grows without bound.
+            if not force and limit is not None and after <= limit * _LOW_WATER:
                 return
             before = after
         summary = await self._summarise(messages)
