@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -91,10 +92,8 @@ async def run_check(
 
 
 def _kill_group(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):  # already gone
         os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def feedback_for_check(command: str, result: CheckResult, attempts_left: int) -> str:
@@ -108,5 +107,6 @@ def feedback_for_check(command: str, result: CheckResult, attempts_left: int) ->
     return (
         f"The success check `{command}` failed with exit code {result.exit_code}, so the task is "
         f"not done yet. Its output ends with:\n\n{output.rstrip()}\n\n"
-        f"Fix the cause, then call attempt_completion again ({attempts_left} check attempt(s) left)."
+        "Fix the cause, then call attempt_completion again "
+        f"({attempts_left} check attempt(s) left)."
     )

@@ -69,6 +69,8 @@ class _State:
     budget: Budget = field(default_factory=Budget)
     completion: Completion | None = None
     started: float = field(default_factory=time.monotonic)
+    early_warnings: list[str] = field(default_factory=list)
+    """Hub warnings from before the log existed (servers start first); written once it opens."""
 
 
 async def run_task(
@@ -245,6 +247,9 @@ def _open_log(
         ],
     }
     state.log = SessionLogWriter.create(ctx.out_dir, header, redactor)
+    for line in state.early_warnings:
+        state.log.warning(line)
+    state.early_warnings.clear()
 
 
 async def _converse(
@@ -354,5 +359,7 @@ def _hub_event(state: _State, ctx: RunContext, redactor: Redactor, event: Any) -
     if event.kind in {"warning", "restart"}:
         line = f"[{event.server}] {event.message}"
         ctx.say(redactor.text(f"warning: {line}"))
-        if state.log is not None and not state.log.ended:
+        if state.log is None:
+            state.early_warnings.append(line)
+        elif not state.log.ended:
             state.log.warning(line)

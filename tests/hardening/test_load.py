@@ -25,17 +25,9 @@ from tests.e2e.conftest import (
     log_schema_errors,
     start,
 )
-from tests.fakes import model_server
 from tests.fakes.model_server import reply
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(autouse=True)
-def no_nagle(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The fake server writes a streamed reply in small pieces; with Nagle's algorithm on, the
-    client's delayed ACK adds about 40 ms to every request, which would be most of a turn here."""
-    monkeypatch.setattr(model_server._Handler, "disable_nagle_algorithm", True)
 
 
 BUSY = reply("<attempt_completion>\n<status>maybe</status>\n</attempt_completion>")

@@ -142,10 +142,6 @@ def test_an_optional_server_that_fails_to_start_is_skipped_with_a_warning_and_th
     assert "skipped (optional server)" in done.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="session._hub_event drops hub warnings sent before the log is opened (session.py)",
-)
 def test_the_warning_about_a_skipped_optional_server_is_in_the_session_log(
     runs: dict[str, Done],
 ) -> None:
