@@ -10,7 +10,7 @@ import hashlib
 import signal
 import sys
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -119,13 +119,18 @@ def prepare_jobs(tasks: list[Task], settings: Settings, model: str | None) -> li
     return jobs
 
 
-def run_tasks(paths: Sequence[str], args: Any, settings: Settings, options: RunOptions) -> int:
-    """The `run` command."""
-    from runner.cli import parse_params
-
-    tasks = load_selected_tasks(paths, parse_params(args.param), settings)
-    tasks = select_tasks(tasks, args.filter, args.shard)
-    jobs = prepare_jobs(tasks, settings, args.model)
+def run_tasks(
+    paths: Sequence[str],
+    params: Mapping[str, str],
+    selection: tuple[Sequence[str] | None, str | None],
+    model: str | None,
+    settings: Settings,
+    options: RunOptions,
+) -> int:
+    """The `run` command; `selection` is (`--filter` globs, `--shard`)."""
+    tasks = load_selected_tasks(paths, params, settings)
+    tasks = select_tasks(tasks, *selection)
+    jobs = prepare_jobs(tasks, settings, model)
     return execute(jobs, settings, options)
 
 

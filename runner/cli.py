@@ -286,7 +286,14 @@ def _run(args: argparse.Namespace) -> int:
     from runner.app import run_tasks
 
     settings, options = _settings_and_options(args)
-    return run_tasks(args.paths, args, settings, options)
+    return run_tasks(
+        args.paths,
+        parse_params(args.param),
+        (args.filter, args.shard),
+        args.model,
+        settings,
+        options,
+    )
 
 
 def _resume(args: argparse.Namespace) -> int:
