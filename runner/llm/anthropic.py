@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from runner.errors import ConfigError
-from runner.llm.base import Message, Reply, RetryEvent, Usage
+from runner.llm.base import Message, Usage
 from runner.llm.models import lookup_model
-from runner.llm.preload import Preload
-from runner.llm.retry import CallError, CallTarget, Sleep, call_with_retries
+from runner.llm.retry import CallError, CallTarget, Sleep
+from runner.llm.sdk_provider import SdkProvider
 from runner.llm.streaming import estimate_usage, idle_chunks, within_idle
 from runner.settings import Settings
 
@@ -37,7 +36,7 @@ _STREAM_ERROR_STATUS = {
 }
 
 
-class AnthropicMessages:
+class AnthropicMessages(SdkProvider["anthropic.AsyncAnthropic"]):
     """An Anthropic model over the Messages API, streamed, retried by `runner.llm.retry`."""
 
     provider = "anthropic"
@@ -57,10 +56,8 @@ class AnthropicMessages:
             )
         self.model = model
         self.info = lookup_model(model, settings.models)
-        self._settings = settings
-        self._sleep = sleep
         base_url = settings.anthropic_base_url or DEFAULT_BASE_URL
-        self._target = CallTarget(self.provider, model, base_url, KEY_ENV)
+        target = CallTarget(self.provider, model, base_url, KEY_ENV)
         timeout = settings.retry.request_timeout_s
         api_key = settings.anthropic_api_key.get_secret_value()
 
@@ -79,33 +76,7 @@ class AnthropicMessages:
             _ = client.messages  # the SDK imports its resources on first access
             return client
 
-        self._preload = Preload(build, name="anthropic-client")
-
-    @property
-    def _client(self) -> anthropic.AsyncAnthropic:
-        return self._preload.get()
-
-    async def complete(
-        self,
-        system: str,
-        messages: Sequence[Message],
-        *,
-        on_retry: Callable[[RetryEvent], None] | None = None,
-    ) -> Reply:
-        """Stream one reply; see `runner.llm.base.LLM`."""
-        started = time.monotonic()
-        (text, usage, stop_reason, model), retries = await call_with_retries(
-            lambda: self._attempt(system, messages),
-            target=self._target,
-            policy=self._settings.retry,
-            on_retry=on_retry,
-            sleep=self._sleep,
-        )
-        return Reply(text, usage, stop_reason, time.monotonic() - started, retries, model)
-
-    async def aclose(self) -> None:
-        """Close the HTTP connections."""
-        await self._client.close()
+        super().__init__(settings=settings, target=target, sleep=sleep, build=build)
 
     async def _attempt(
         self, system: str, messages: Sequence[Message]

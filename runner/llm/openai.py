@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import re
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from runner.errors import ConfigError
-from runner.llm.base import Message, Reply, RetryEvent, Usage
+from runner.llm.base import Message, Usage
 from runner.llm.models import lookup_model
-from runner.llm.preload import Preload
-from runner.llm.retry import CallError, CallTarget, Sleep, call_with_retries
+from runner.llm.retry import CallError, CallTarget, Sleep
+from runner.llm.sdk_provider import SdkProvider
 from runner.llm.streaming import estimate_usage, idle_chunks, within_idle
 from runner.settings import Settings
 
@@ -35,7 +34,7 @@ _PLACEHOLDER_KEY = "not-needed"
 _COMPLETION_TOKENS_MODELS = re.compile(r"^(o\d|gpt-5)")
 
 
-class OpenAIChat:
+class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
     """An OpenAI Chat Completions model, streamed, retried by `runner.llm.retry`."""
 
     provider = "openai"
@@ -58,9 +57,7 @@ class OpenAIChat:
             )
         self.model = model
         self.info = lookup_model(model, settings.models)
-        self._settings = settings
-        self._sleep = sleep
-        self._target = CallTarget(
+        target = CallTarget(
             self.provider, model, base_url or DEFAULT_BASE_URL, KEY_ENV if key else None
         )
         timeout = settings.retry.request_timeout_s
@@ -80,33 +77,7 @@ class OpenAIChat:
             _ = client.chat.completions  # the SDK imports its resources on first access
             return client
 
-        self._preload = Preload(build, name="openai-client")
-
-    @property
-    def _client(self) -> openai.AsyncOpenAI:
-        return self._preload.get()
-
-    async def complete(
-        self,
-        system: str,
-        messages: Sequence[Message],
-        *,
-        on_retry: Callable[[RetryEvent], None] | None = None,
-    ) -> Reply:
-        """Stream one reply; see `runner.llm.base.LLM`."""
-        started = time.monotonic()
-        (text, usage, stop_reason, model), retries = await call_with_retries(
-            lambda: self._attempt(system, messages),
-            target=self._target,
-            policy=self._settings.retry,
-            on_retry=on_retry,
-            sleep=self._sleep,
-        )
-        return Reply(text, usage, stop_reason, time.monotonic() - started, retries, model)
-
-    async def aclose(self) -> None:
-        """Close the HTTP connections."""
-        await self._client.close()
+        super().__init__(settings=settings, target=target, sleep=sleep, build=build)
 
     async def _attempt(
         self, system: str, messages: Sequence[Message]

@@ -1,0 +1,71 @@
+"""What the SDK-backed providers share: the client built in the background, and retried calls."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar
+
+from runner.llm.base import Message, Reply, RetryEvent, Usage
+from runner.llm.preload import Preload
+from runner.llm.retry import CallTarget, Sleep, call_with_retries
+from runner.settings import ModelInfo, Settings
+
+__all__ = ["Attempt", "SdkProvider"]
+
+ClientT = TypeVar("ClientT")
+Attempt = tuple[str, Usage, str, str]
+"""One successful attempt: text, usage, stop reason, the model that answered."""
+
+
+class SdkProvider(Generic[ClientT]):
+    """A provider whose SDK client is built by `preload` and whose calls go through the retry
+    policy; subclasses implement `_attempt` (one streamed call, SDK errors turned into
+    `runner.llm.retry.CallError`)."""
+
+    provider: str
+    model: str
+    info: ModelInfo | None
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        target: CallTarget,
+        sleep: Sleep,
+        build: Callable[[], ClientT],
+    ) -> None:
+        self._settings = settings
+        self._target = target
+        self._sleep = sleep
+        self._preload = Preload(build, name=f"{self.provider}-client")
+
+    @property
+    def _client(self) -> ClientT:
+        return self._preload.get()
+
+    async def complete(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        *,
+        on_retry: Callable[[RetryEvent], None] | None = None,
+    ) -> Reply:
+        """Stream one reply; see `runner.llm.base.LLM`."""
+        started = time.monotonic()
+        (text, usage, stop_reason, model), retries = await call_with_retries(
+            lambda: self._attempt(system, messages),
+            target=self._target,
+            policy=self._settings.retry,
+            on_retry=on_retry,
+            sleep=self._sleep,
+        )
+        return Reply(text, usage, stop_reason, time.monotonic() - started, retries, model)
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections."""
+        client: Any = self._client
+        await client.close()
+
+    async def _attempt(self, system: str, messages: Sequence[Message]) -> Attempt:
+        raise NotImplementedError
