@@ -14,7 +14,7 @@ from typing import Any
 from runner import __version__
 from runner.checks import expect_problem, feedback_for_check, run_check
 from runner.compaction import Compactor
-from runner.errors import ExitCode, RunnerError
+from runner.errors import ExitCode, McpServerError, ProviderError, RunnerError
 from runner.hub import McpHub
 from runner.llm.base import LLM, Message, Usage
 from runner.llm.models import cost_usd
@@ -148,13 +148,14 @@ def _end_log(
 
 
 def _error_kind(error: RunnerError) -> str:
-    name = type(error).__name__
-    return {
-        "ProviderError": "provider",
-        "ContextLengthError": "provider",
-        "McpServerError": "mcp",
-        "LogWriteError": "artifacts",
-    }.get(name, "config")
+    """The outcome's `kind` for an operator error (subclasses included)."""
+    if isinstance(error, ProviderError):
+        return "provider"
+    if isinstance(error, McpServerError):
+        return "mcp"
+    if isinstance(error, LogWriteError):
+        return "artifacts"
+    return "config"
 
 
 def _totals(state: _State) -> Totals:
