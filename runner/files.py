@@ -1,16 +1,20 @@
-"""A bounded, .gitignore-aware walk of a folder, shared by the prompt and the workspace server."""
+"""Bounded, .gitignore-aware folder walks, shared by the prompt and the workspace server."""
 
 from __future__ import annotations
 
 import os
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
 import pathspec
 
-__all__ = ["Listing", "list_tree"]
+__all__ = ["IgnoreRules", "Listing", "gitignore_rules", "is_ignored", "list_tree"]
 
 _ALWAYS_SKIPPED = {".git", ".hg", ".svn"}
+
+IgnoreRules = list[tuple[Path, pathspec.GitIgnoreSpec]]
+"""The .gitignore specs that apply to a folder, each with the folder it came from."""
 
 
 @dataclass(frozen=True)
@@ -21,26 +25,31 @@ class Listing:
     truncated: bool
 
 
-def _ignore_spec(folder: Path) -> pathspec.GitIgnoreSpec | None:
-    gitignore = folder / ".gitignore"
+def gitignore_rules(folder: Path) -> IgnoreRules:
+    """The rules of `folder/.gitignore`, or none when it has no readable one."""
     try:
-        lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = (folder / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
-        return None
-    return pathspec.GitIgnoreSpec.from_lines(lines)
+        return []
+    return [(folder, pathspec.GitIgnoreSpec.from_lines(lines))]
+
+
+def is_ignored(path: Path, is_dir: bool, rules: IgnoreRules) -> bool:
+    """Whether any rule ignores `path`, matched relative to the folder of its .gitignore."""
+    for base, spec in rules:
+        relative = path.relative_to(base).as_posix() + ("/" if is_dir else "")
+        if spec.match_file(relative):
+            return True
+    return False
 
 
 def list_tree(root: Path, limit: int, recursive: bool = True) -> Listing:
     """Breadth-first listing of `root`, honouring every .gitignore on the way, at most `limit`."""
     paths: list[str] = []
-    # Each queued folder carries the ignore specs that apply to it, with the folder they are from.
-    queue: list[tuple[Path, list[tuple[Path, pathspec.GitIgnoreSpec]]]] = [(root, [])]
+    queue: deque[tuple[Path, IgnoreRules]] = deque([(root, [])])
     while queue:
-        folder, inherited = queue.pop(0)
-        specs = list(inherited)
-        own = _ignore_spec(folder)
-        if own is not None:
-            specs.append((folder, own))
+        folder, inherited = queue.popleft()
+        rules = [*inherited, *gitignore_rules(folder)]
         try:
             entries = sorted(os.scandir(folder), key=lambda e: (not e.is_dir(), e.name))
         except OSError:
@@ -50,20 +59,12 @@ def list_tree(root: Path, limit: int, recursive: bool = True) -> Listing:
                 continue
             path = Path(entry.path)
             is_dir = entry.is_dir(follow_symlinks=False)
-            if _ignored(path, is_dir, specs):
+            if is_ignored(path, is_dir, rules):
                 continue
             if len(paths) >= limit:
                 return Listing(paths, truncated=True)
             relative = path.relative_to(root).as_posix()
             paths.append(relative + "/" if is_dir else relative)
             if is_dir and recursive:
-                queue.append((path, specs))
+                queue.append((path, rules))
     return Listing(paths, truncated=False)
-
-
-def _ignored(path: Path, is_dir: bool, specs: list[tuple[Path, pathspec.GitIgnoreSpec]]) -> bool:
-    for base, spec in specs:
-        relative = path.relative_to(base).as_posix() + ("/" if is_dir else "")
-        if spec.match_file(relative):
-            return True
-    return False

@@ -13,8 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pathspec
-
+from runner.files import IgnoreRules, gitignore_rules, is_ignored
 from runner.workspace_paths import Confinement, WorkspaceError
 
 __all__ = [
@@ -218,13 +217,11 @@ def walk(root: Path, start: Path, *, recursive: bool) -> Iterator[str]:
     """Paths under `start` relative to `root`, sorted, skipping .git and .gitignore'd entries."""
     parts = start.relative_to(root).parts
     folders = [root.joinpath(*parts[:depth]) for depth in range(len(parts) + 1)]
-    rules = [rule for folder in folders for rule in _gitignore(folder)]
+    rules = [rule for folder in folders for rule in gitignore_rules(folder)]
     yield from _walk(root, start, rules, recursive)
 
 
-def _walk(
-    root: Path, folder: Path, rules: list[tuple[Path, pathspec.GitIgnoreSpec]], recursive: bool
-) -> Iterator[str]:
+def _walk(root: Path, folder: Path, rules: IgnoreRules, recursive: bool) -> Iterator[str]:
     try:
         children = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError:
@@ -232,26 +229,9 @@ def _walk(
     for child in children:
         path = Path(child.path)
         is_dir = child.is_dir(follow_symlinks=False)
-        if child.name == ".git" or _ignored(path, is_dir, rules):
+        if child.name == ".git" or is_ignored(path, is_dir, rules):
             continue
         rel = path.relative_to(root).as_posix()
         yield f"{rel}/" if is_dir else rel
         if is_dir and recursive:
-            yield from _walk(root, path, [*rules, *_gitignore(path)], recursive)
-
-
-def _gitignore(folder: Path) -> list[tuple[Path, pathspec.GitIgnoreSpec]]:
-    file = folder / ".gitignore"
-    try:
-        lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return []
-    return [(folder, pathspec.GitIgnoreSpec.from_lines(lines))]
-
-
-def _ignored(path: Path, is_dir: bool, rules: list[tuple[Path, pathspec.GitIgnoreSpec]]) -> bool:
-    for base, spec in rules:
-        rel = path.relative_to(base).as_posix() + ("/" if is_dir else "")
-        if spec.match_file(rel):
-            return True
-    return False
+            yield from _walk(root, path, [*rules, *gitignore_rules(path)], recursive)
