@@ -4,11 +4,12 @@ Shared by task files and the config file."""
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["WORKSPACE", "ExtensionConfig", "ToolPolicy"]
+__all__ = ["WORKSPACE", "ExtensionConfig", "ToolPolicy", "overlay"]
 
 WORKSPACE = "workspace"
 """Name of the built-in workspace server, enabled for every task unless turned off."""
@@ -60,3 +61,15 @@ class ToolPolicy(BaseModel):
     """Tools the agent may call (fnmatch globs)."""
     deny: list[str] = Field(default_factory=list)
     """Tools the agent may not call, even when allowed."""
+
+
+def overlay(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """One extension entry written over another: each field `over` sets replaces the base's,
+    except `envs` and `headers`, which merge variable by variable."""
+    out = dict(base)
+    for field, value in over.items():
+        if field in {"envs", "headers"} and isinstance(value, Mapping):
+            out[field] = {**out.get(field, {}), **value}
+        else:
+            out[field] = value
+    return out

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from runner.errors import McpServerError
 from runner.extension import ExtensionConfig, ToolPolicy
-from runner.hub_config import merge_extensions, server_env, workspace_extension
+from runner.hub_config import server_env, workspace_extension
 from runner.hub_connection import Connection, StartFailure
 from runner.hub_render import (
     CONNECTION_CLOSED,
@@ -38,7 +38,6 @@ from runner.toolspec import ToolResult, ToolSpec
 __all__ = [
     "HubEvent",
     "McpHub",
-    "merge_extensions",
     "policy_allows",
     "server_env",
     "workspace_extension",

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from runner.errors import ConfigError, Problem, TaskFileError
-from runner.extension import WORKSPACE, ExtensionConfig
+from runner.extension import WORKSPACE, ExtensionConfig, overlay
 from runner.hub_config import workspace_extension
 from runner.interpolate import MissingVariable, fill_params, interpolate_env, placeholders
 from runner.taskmodel import SuiteSpec, TaskSpec
@@ -274,7 +274,7 @@ class _Loader:
         merged: dict[str, dict[str, Any]] = {}
         for layer in layers:
             for name, fields in layer.items():
-                merged[name] = {**merged.get(name, {}), **fields}
+                merged[name] = overlay(merged.get(name, {}), fields)
         result: dict[str, ExtensionConfig] = {}
         secrets: list[str] = []
         for name, fields in merged.items():

@@ -125,3 +125,25 @@ def test_task_names_must_be_unique_across_files(tmp_path):
 
     with pytest.raises(TaskFileError, match="duplicate task name 'same'"):
         load_tasks([first, second])
+
+
+def test_extension_envs_and_headers_merge_variable_by_variable(tmp_path):
+    config = {
+        "gl": {"cmd": "npx", "envs": {"A": "1", "B": "2"}},
+        "h": {"type": "sse", "uri": "http://127.0.0.1:9", "headers": {"X": "1", "Y": "2"}},
+    }
+    path = write(
+        tmp_path,
+        "prompt: hi\nextensions:\n  gl: {envs: {B: '3'}}\n  h: {headers: {Y: '4'}}\n",
+    )
+    [task] = load_tasks([path], config_extensions=config)
+    assert task.extensions["gl"].envs == {"A": "1", "B": "3"}
+    assert task.extensions["h"].headers == {"X": "1", "Y": "4"}
+
+
+def test_extensions_keep_their_order_workspace_then_config_then_task(tmp_path):
+    config = {"time": {"cmd": "uvx", "args": ["mcp-server-time"]}}
+    path = write(tmp_path, "prompt: hi\nextensions: {git: {cmd: git-mcp}}\n")
+    [task] = load_tasks([path], config_extensions=config)
+    assert list(task.extensions) == [WORKSPACE, "time", "git"]
+    assert task.extensions["time"].name == "time"
