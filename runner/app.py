@@ -17,11 +17,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from runner import __version__
-from runner.commands import load_selected_tasks
+from runner.commands import check_sections, load_selected_tasks
 from runner.errors import ConfigError, ExitCode, RunnerError, worst_exit_code
 from runner.llm.base import LLM
 from runner.outcome import RunSummary, TaskOutcome
-from runner.prompt.sections import default_prompts_dir, load_sections
 from runner.redact import Redactor
 from runner.report import exit_code_of, summary_text, write_summary_json
 from runner.report_console import final_table, task_finished_line, task_started_line
@@ -112,9 +111,7 @@ def prepare_jobs(tasks: list[Task], settings: Settings, model: str | None) -> li
                 f"{task.file}:{task.line}: tool_mode: native is not supported by this version; "
                 "remove it to use XML tool calls"
             )
-        load_sections(
-            [default_prompts_dir(), *settings.prompts, *task.prompt_dirs], task.spec.sections
-        )
+        check_sections(task, settings)
         jobs.append(Job(task, create_llm(spec, settings)))
     return jobs
 

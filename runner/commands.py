@@ -10,7 +10,7 @@ from runner.errors import ConfigError, ExitCode, TaskFileError
 from runner.settings import Settings, environ, load_settings
 from runner.task import Task, discover_task_files, load_tasks
 
-__all__ = ["load_selected_tasks", "print_prompt", "validate"]
+__all__ = ["check_sections", "load_selected_tasks", "print_prompt", "validate"]
 
 
 def load_selected_tasks(
@@ -19,6 +19,18 @@ def load_selected_tasks(
     """Discover and load tasks with the config's extensions and the process environment."""
     files = discover_task_files(paths)
     return load_tasks(files, params=params, config_extensions=settings.extensions, env=environ())
+
+
+def check_sections(task: Task, settings: Settings) -> None:
+    """Raise ConfigError (naming the task) when its prompt sections cannot be built."""
+    from runner.prompt.sections import default_prompts_dir, load_sections
+
+    try:
+        load_sections(
+            [default_prompts_dir(), *settings.prompts, *task.prompt_dirs], task.spec.sections
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"{task.file}:{task.line}: task {task.name!r}: {exc}") from None
 
 
 def validate(paths: Sequence[str], params: Mapping[str, str], config: Path | None) -> int:
@@ -31,15 +43,8 @@ def validate(paths: Sequence[str], params: Mapping[str, str], config: Path | Non
             print(problem, file=sys.stderr)
         print(f"{len(exc.problems)} problem(s) found", file=sys.stderr)
         return ExitCode.USAGE
-    from runner.prompt.sections import default_prompts_dir, load_sections
-
     for task in tasks:
-        try:
-            load_sections(
-                [default_prompts_dir(), *settings.prompts, *task.prompt_dirs], task.spec.sections
-            )
-        except ConfigError as exc:
-            raise ConfigError(f"{task.file}:{task.line}: task {task.name!r}: {exc}") from None
+        check_sections(task, settings)
     files = {task.file for task in tasks}
     print(f"ok: {len(tasks)} task(s) in {len(files)} file(s)")
     return ExitCode.OK

@@ -72,3 +72,13 @@ def test_missing_task_path_is_a_usage_error(run_cli):
     result = run_cli("validate", "nowhere/*.yaml")
     assert result.returncode == 2
     assert "nowhere/*.yaml" in result.stderr
+
+
+def test_validate_names_the_task_whose_prompt_folder_is_missing(run_cli, tmp_path):
+    (tmp_path / "t.yaml").write_text("prompt: hi\nprompts: [nowhere]\n", encoding="utf-8")
+    result = run_cli("validate", "t.yaml")
+    assert result.returncode == 2
+    assert (
+        "t.yaml:1: task 't':" in result.stderr
+        and "prompt section folder not found" in result.stderr
+    )
