@@ -8,7 +8,7 @@ from typing import Literal
 
 from runner.errors import ExitCode
 
-__all__ = ["STATUS_EXIT_CODES", "RunSummary", "Status", "TaskOutcome", "Totals"]
+__all__ = ["RunSummary", "Status", "TaskOutcome", "Totals"]
 
 Status = Literal["passed", "failed", "budget_exceeded", "error", "interrupted"]
 """How a task ended; the same words as the session log's `end` event."""
@@ -60,8 +60,9 @@ class TaskOutcome:
     result: str = ""
     """The `attempt_completion` result, when the agent got that far."""
     kind: str = ""
-    """A short machine-readable cause: `turns`/`tokens`/`cost`/`time` for budget_exceeded,
-    `check`/`expect`/`agent`/`no_tool_call` for failed, `provider`/`mcp`/`internal` for error."""
+    """A short machine-readable cause: `turns`/`tokens`/`cost`/`time`/`run_cost` for
+    budget_exceeded, `check`/`expect`/`agent`/`no_tool_call` for failed,
+    `provider`/`mcp`/`artifacts`/`config`/`internal` for error, `signal` for interrupted."""
     exit_code: ExitCode = ExitCode.OK
     """This task's own exit code (DESIGN section 2)."""
     model: str = ""
@@ -69,15 +70,6 @@ class TaskOutcome:
     session_log: Path | None = None
     """The JSONL session log, when one was written."""
     session_id: str = ""
-
-
-STATUS_EXIT_CODES: dict[Status, ExitCode] = {
-    "passed": ExitCode.OK,
-    "failed": ExitCode.FAILED,
-    "budget_exceeded": ExitCode.BUDGET,
-    "error": ExitCode.INTERNAL,  # refined to INFRASTRUCTURE by the error's own exit code
-    "interrupted": ExitCode.SIGINT,  # refined to SIGTERM by the signal received
-}
 
 
 @dataclass(frozen=True)

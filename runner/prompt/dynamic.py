@@ -27,9 +27,6 @@ class HostFacts:
     user: str
     time: str
 
-    def as_dict(self) -> dict[str, str]:
-        return {"os": self.os, "shell": self.shell, "user": self.user, "time": self.time}
-
 
 def host_facts(env: dict[str, str]) -> HostFacts:
     """Facts about this machine, now."""
