@@ -7,31 +7,27 @@ start is an operator error (`McpServerError`, exit code 4).
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Protocol, Self
 
 import anyio
 from anyio.abc import TaskGroup
-from mcp.shared.exceptions import MCPError
-from pydantic import ValidationError
 
 from runner.errors import McpServerError
 from runner.extension import ExtensionConfig, ToolPolicy
-from runner.hub_config import server_env, workspace_extension
-from runner.hub_connection import Connection, StartFailure
+from runner.hub_config import builtin_workspace_root, server_env, workspace_extension
+from runner.hub_local import LocalConnection
 from runner.hub_render import (
-    CONNECTION_CLOSED,
     MAX_RESULT_CHARS,
+    ConnectionLost,
     EventSink,
     HubEvent,
+    StartFailure,
     bound_text,
     policy_allows,
-    render_error,
-    render_result,
 )
 from runner.toolspec import ToolResult, ToolSpec
 
@@ -43,8 +39,37 @@ __all__ = [
     "workspace_extension",
 ]
 
-_GRACE_S = 5.0
-"""Extra time past a call's timeout before the hub gives up on the SDK's own timeout firing."""
+
+class _ListedTool(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str | None: ...
+    @property
+    def input_schema(self) -> Mapping[str, Any]: ...
+
+
+class _Server(Protocol):
+    """What the hub needs of a connection: an MCP client (`runner.hub_connection.Connection`), or
+    the in-process workspace (`runner.hub_local.LocalConnection`)."""
+
+    config: ExtensionConfig
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def alive(self) -> bool: ...
+    @property
+    def tools(self) -> Sequence[_ListedTool]: ...
+    @property
+    def stderr_path(self) -> Path | None: ...
+    def fresh(self) -> _Server: ...
+    def mark_dead(self) -> None: ...
+    async def start(self, group: TaskGroup) -> None: ...
+    async def close(self) -> None: ...
+    async def call(
+        self, spec: ToolSpec, arguments: dict[str, Any], *, timeout_s: float, on_event: EventSink
+    ) -> ToolResult: ...
 
 
 class McpHub:
@@ -73,11 +98,11 @@ class McpHub:
         self._default_timeout_s = default_tool_timeout_s
         self._on_event = on_event
         self._max_restarts = max_restarts
-        self._conns = [
-            Connection(
+        self._conns: list[_Server] = [
+            _connection(
                 cfg.model_copy(update={"name": cfg.name or key}),
                 workdir=workdir,
-                stderr_path=artifacts_dir / "mcp" / f"{cfg.name or key}.stderr.log",
+                artifacts_dir=artifacts_dir,
                 base_env=dict(base_env or {}),
                 startup_timeout_s=startup_timeout_s,
             )
@@ -86,7 +111,7 @@ class McpHub:
         ]
         self._restarts: Counter[str] = Counter()
         self._locks: dict[str, anyio.Lock] = {}
-        self._tools: dict[str, tuple[ToolSpec, Connection]] = {}
+        self._tools: dict[str, tuple[ToolSpec, _Server]] = {}
         self._group: TaskGroup | None = None
 
     async def __aenter__(self) -> Self:
@@ -153,11 +178,14 @@ class McpHub:
     async def _start_all(self) -> None:
         failures: dict[str, StartFailure] = {}
 
-        async def start(conn: Connection) -> None:
+        async def start(conn: _Server) -> None:
             assert self._group is not None
-            self._emit(
-                HubEvent("stderr", conn.name, f"stderr: {conn.stderr_path}", path=conn.stderr_path)
-            )
+            if conn.stderr_path is not None:
+                self._emit(
+                    HubEvent(
+                        "stderr", conn.name, f"stderr: {conn.stderr_path}", path=conn.stderr_path
+                    )
+                )
             try:
                 await conn.start(self._group)
             except StartFailure as exc:
@@ -172,11 +200,17 @@ class McpHub:
             self._fail_or_skip(conn, failures[conn.name])
         self._index_tools()
 
-    def _fail_or_skip(self, conn: Connection, exc: StartFailure) -> None:
+    def _fail_or_skip(self, conn: _Server, exc: StartFailure) -> None:
         name, cfg, log = conn.name, conn.config, conn.stderr_path
         what = f"MCP server {name!r} failed to start: {exc}"
-        where = f" (server stderr: {log})" if cfg.type == "stdio" else f" (endpoint: {cfg.uri})"
-        said = _last_line(log) if cfg.type == "stdio" else ""
+        where = (
+            f" (server stderr: {log})"
+            if log is not None
+            else f" (endpoint: {cfg.uri})"
+            if cfg.uri
+            else ""
+        )
+        said = _last_line(log) if log is not None else ""
         what += f"; its stderr ends with: {said!r}" if said else ""
         if cfg.required:
             raise McpServerError(
@@ -200,7 +234,7 @@ class McpHub:
                 )
                 self._tools.setdefault(spec.name, (spec, conn))
 
-    async def _usable(self, conn: Connection) -> Connection | ToolResult:
+    async def _usable(self, conn: _Server) -> _Server | ToolResult:
         """The live connection for a server, restarting a dead one within the restart budget."""
         lock = self._locks.setdefault(conn.name, anyio.Lock())
         async with lock:
@@ -216,7 +250,7 @@ class McpHub:
                 )
             return await self._restart(current)
 
-    async def _restart(self, old: Connection) -> Connection | ToolResult:
+    async def _restart(self, old: _Server) -> _Server | ToolResult:
         assert self._group is not None
         self._restarts[old.name] += 1
         attempt = self._restarts[old.name]
@@ -241,71 +275,23 @@ class McpHub:
         )
         return new
 
-    def _replace(self, old: Connection, new: Connection) -> None:
+    def _replace(self, old: _Server, new: _Server) -> None:
         self._conns = [new if conn is old else conn for conn in self._conns]
         self._tools = {
             name: (spec, new if conn is old else conn) for name, (spec, conn) in self._tools.items()
         }
 
-    def _current(self, name: str) -> Connection:
+    def _current(self, name: str) -> _Server:
         return next(conn for conn in self._conns if conn.name == name)
 
-    async def _call(
-        self, conn: Connection, spec: ToolSpec, arguments: dict[str, Any]
-    ) -> ToolResult:
+    async def _call(self, conn: _Server, spec: ToolSpec, arguments: dict[str, Any]) -> ToolResult:
         timeout = conn.config.timeout or self._default_timeout_s
-        client = conn.client
-        if client is None:
-            return self._lost(conn, spec)
-
-        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-            text = f"{spec.name}: {message or ''} ({progress:g}{f'/{total:g}' if total else ''})"
-            self._emit(
-                HubEvent(
-                    "progress", conn.name, text, tool=spec.name, progress=progress, total=total
-                )
-            )
-
         try:
-            with anyio.move_on_after(timeout + _GRACE_S) as scope:
-                result = await client.call_tool(
-                    spec.call_name,
-                    arguments,
-                    read_timeout_seconds=timeout,
-                    progress_callback=on_progress,
-                )
-                return render_result(result)
-        except MCPError as exc:
-            if exc.code == CONNECTION_CLOSED:
-                return self._lost(conn, spec)
-            return ToolResult(
-                render_error(exc, tool=spec.name, server=conn.name, timeout_s=timeout), True
-            )
-        except anyio.get_cancelled_exc_class():
-            if _really_cancelled():
-                raise
+            return await conn.call(spec, arguments, timeout_s=timeout, on_event=self._emit)
+        except ConnectionLost:
             return self._lost(conn, spec)
-        except (ValidationError, RuntimeError, OSError, anyio.BrokenResourceError) as exc:
-            return ToolResult(
-                f"Error: calling {spec.name!r} on MCP server {conn.name!r} failed: "
-                f"{type(exc).__name__}: {exc}",
-                True,
-            )
-        except Exception as exc:  # a transport or SDK failure must not end the task
-            conn.mark_dead()
-            return ToolResult(
-                f"Error: calling {spec.name!r} on MCP server {conn.name!r} failed: "
-                f"{type(exc).__name__}: {exc}",
-                True,
-            )
-        assert scope.cancelled_caught
-        return ToolResult(
-            f"Error: tool {spec.name!r} on MCP server {conn.name!r} timed out after {timeout:g} s "
-            "and was abandoned.",
-            True,
-        )
 
-    def _lost(self, conn: Connection, spec: ToolSpec) -> ToolResult:
+    def _lost(self, conn: _Server, spec: ToolSpec) -> ToolResult:
         conn.mark_dead()
         left = self._max_restarts - self._restarts[conn.name]
         then = (
@@ -339,14 +325,23 @@ def _last_line(path: Path, limit: int = 300) -> str:
     return lines[-1][:limit] if lines else ""
 
 
-def _really_cancelled() -> bool:
-    """Whether the current task was asked to stop, as opposed to a stray CancelledError.
+def _connection(
+    config: ExtensionConfig,
+    *,
+    workdir: Path,
+    artifacts_dir: Path,
+    base_env: Mapping[str, str],
+    startup_timeout_s: float,
+) -> _Server:
+    """The in-process workspace for the built-in one, else an MCP client (imports the SDK)."""
+    if builtin_workspace_root(config) is not None:
+        return LocalConnection(config, workdir=workdir, base_env=base_env)
+    from runner.hub_connection import Connection
 
-    A transport whose task group dies can leak `CancelledError` into a waiting call without anyone
-    cancelling the caller; then asyncio's `cancelling()` count is zero.
-    """
-    try:
-        task = asyncio.current_task()
-    except RuntimeError:
-        return True
-    return task is None or task.cancelling() > 0
+    return Connection(
+        config,
+        workdir=workdir,
+        stderr_path=artifacts_dir / "mcp" / f"{config.name}.stderr.log",
+        base_env=base_env,
+        startup_timeout_s=startup_timeout_s,
+    )

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from runner.extension import WORKSPACE, ExtensionConfig
 
-__all__ = ["PASSTHROUGH_ENV", "server_env", "workspace_extension"]
+__all__ = ["PASSTHROUGH_ENV", "builtin_workspace_root", "server_env", "workspace_extension"]
 
 PASSTHROUGH_ENV = (
     "PATH",
@@ -51,16 +51,34 @@ PASSTHROUGH_ENV = (
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
 
 
+_WORKSPACE_ARGS = ["-m", "runner", "mcp", "workspace", "--root"]
+
+
 def workspace_extension(root: Path) -> ExtensionConfig:
     """The built-in workspace server, confined to `root`, run by this Python interpreter."""
     return ExtensionConfig(
         name=WORKSPACE,
         type="stdio",
         cmd=sys.executable,
-        args=["-m", "runner", "mcp", "workspace", "--root", str(root)],
+        args=[*_WORKSPACE_ARGS, str(root)],
         required=True,
         timeout=None,
     )
+
+
+def builtin_workspace_root(config: ExtensionConfig) -> str | None:
+    """The root of the built-in workspace when `config` still runs it as shipped, else None.
+
+    Such a server is served in-process (`runner.hub_local`); one whose command or arguments the
+    task or config replaced is started as the stdio server it describes.
+    """
+    unchanged = (
+        config.type == "stdio"
+        and config.cmd == sys.executable
+        and len(config.args) == len(_WORKSPACE_ARGS) + 1
+        and list(config.args[:-1]) == _WORKSPACE_ARGS
+    )
+    return config.args[-1] if unchanged else None
 
 
 def server_env(base_env: Mapping[str, str], envs: Mapping[str, str]) -> dict[str, str]:

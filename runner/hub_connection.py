@@ -7,6 +7,7 @@ not the agent loop that happened to be waiting on a call.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -22,19 +23,20 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
 from runner.extension import ExtensionConfig
 from runner.hub_config import server_env
+from runner.hub_render import ConnectionLost, EventSink, HubEvent, StartFailure, timeout_text
+from runner.hub_results import CONNECTION_CLOSED, render_error, render_result
 from runner.hub_stdio import stdio_transport
+from runner.toolspec import ToolResult, ToolSpec
 
-__all__ = ["Connection", "StartFailure"]
+__all__ = ["Connection"]
 
 _MAX_TOOL_PAGES = 100
-_CONNECTION_CLOSED = -32000
-
-
-class StartFailure(Exception):
-    """A server could not be started, connected to, or listed; the message says which step."""
+_GRACE_S = 5.0
+"""Extra time past a call's timeout before the hub gives up on the SDK's own timeout firing."""
 
 
 class Connection:
@@ -101,6 +103,60 @@ class Connection:
         """Shut the connection down and wait until its process (if any) is gone."""
         self.mark_dead()
         await self._done.wait()
+
+    async def call(
+        self, spec: ToolSpec, arguments: dict[str, Any], *, timeout_s: float, on_event: EventSink
+    ) -> ToolResult:
+        """Call a tool; every failure is an error result, but a lost server raises.
+
+        Raises:
+            ConnectionLost: the server crashed, exited or became unreachable.
+        """
+        client = self.client
+        if client is None:
+            raise ConnectionLost(self.name)
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            text = f"{spec.name}: {message or ''} ({progress:g}{f'/{total:g}' if total else ''})"
+            on_event(
+                HubEvent(
+                    "progress", self.name, text, tool=spec.name, progress=progress, total=total
+                )
+            )
+
+        try:
+            with anyio.move_on_after(timeout_s + _GRACE_S) as scope:
+                result = await client.call_tool(
+                    spec.call_name,
+                    arguments,
+                    read_timeout_seconds=timeout_s,
+                    progress_callback=on_progress,
+                )
+                return render_result(result)
+        except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                raise ConnectionLost(self.name) from exc
+            return ToolResult(
+                render_error(exc, tool=spec.name, server=self.name, timeout_s=timeout_s), True
+            )
+        except anyio.get_cancelled_exc_class():
+            if _really_cancelled():
+                raise
+            raise ConnectionLost(self.name) from None
+        except (ValidationError, RuntimeError, OSError, anyio.BrokenResourceError) as exc:
+            return self._failed(spec, exc)
+        except Exception as exc:  # a transport or SDK failure must not end the task
+            self.mark_dead()
+            return self._failed(spec, exc)
+        assert scope.cancelled_caught
+        return ToolResult(timeout_text(tool=spec.name, server=self.name, timeout_s=timeout_s), True)
+
+    def _failed(self, spec: ToolSpec, exc: Exception) -> ToolResult:
+        return ToolResult(
+            f"Error: calling {spec.name!r} on MCP server {self.name!r} failed: "
+            f"{type(exc).__name__}: {exc}",
+            True,
+        )
 
     async def _own(self, *, task_status: TaskStatus[None]) -> None:
         started = False
@@ -177,8 +233,21 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup):
         return "; ".join(_describe(inner) for inner in exc.exceptions)
     text = str(exc) or type(exc).__name__
-    if isinstance(exc, MCPError) and exc.code == _CONNECTION_CLOSED:
+    if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
         return "the server closed the connection before it finished starting (did it exit?)"
     if isinstance(exc, FileNotFoundError):
         return f"command not found: {exc.filename or text}"
     return f"{type(exc).__name__}: {text}" if not isinstance(exc, StartFailure) else text
+
+
+def _really_cancelled() -> bool:
+    """Whether the current task was asked to stop, as opposed to a stray CancelledError.
+
+    A transport whose task group dies can leak `CancelledError` into a waiting call without anyone
+    cancelling the caller; then asyncio's `cancelling()` count is zero.
+    """
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        return True
+    return task is None or task.cancelling() > 0

@@ -1,35 +1,32 @@
-"""Hub events, and turning MCP results and failures into text for the model."""
+"""Hub events, the tool policy, and the text of results and failures every connection shares.
+
+Free of the MCP SDK, so that a task using only the in-process workspace never imports it; the
+rendering of MCP result objects is in `runner.hub_results`.
+"""
 
 from __future__ import annotations
 
-import base64
-import binascii
 import fnmatch
-import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import mcp_types as types
-from mcp.shared.exceptions import MCPError
-
 from runner.extension import ToolPolicy
-from runner.toolspec import ToolResult, ToolSpec
+from runner.toolspec import ToolSpec
 
 __all__ = [
     "MAX_RESULT_CHARS",
+    "ConnectionLost",
+    "StartFailure",
     "EventKind",
     "EventSink",
     "HubEvent",
     "bound_text",
     "policy_allows",
-    "render_error",
-    "render_result",
+    "timeout_text",
 ]
 
-REQUEST_TIMEOUT = -32001
-CONNECTION_CLOSED = -32000
 MAX_RESULT_CHARS = 100_000
 """The most characters of one tool result the model gets (about 25k tokens); the rest is cut."""
 
@@ -75,56 +72,20 @@ def policy_allows(policy: ToolPolicy, spec: ToolSpec) -> bool:
     return matches(policy.allow) and not matches(policy.deny)
 
 
-def render_result(result: types.CallToolResult) -> ToolResult:
-    """The result as text: text blocks as they are, other blocks as short placeholders."""
-    parts = [_render_block(block) for block in result.content]
-    text = "\n".join(part for part in parts if part)
-    has_text = any(isinstance(block, types.TextContent) for block in result.content)
-    if not has_text and result.structured_content is not None:
-        structured = json.dumps(result.structured_content, ensure_ascii=False, indent=2)
-        text = f"{text}\n{structured}" if text else structured
-    if not text:
-        text = "(the tool returned an error with no message)" if result.is_error else "(no output)"
-    return ToolResult(text=text, is_error=bool(result.is_error))
-
-
-def _render_block(block: types.ContentBlock) -> str:
-    if isinstance(block, types.TextContent):
-        return block.text
-    if isinstance(block, types.ImageContent):
-        return f"[image: {block.mime_type}, {_decoded_size(block.data)} bytes]"
-    if isinstance(block, types.AudioContent):
-        return f"[audio: {block.mime_type}, {_decoded_size(block.data)} bytes]"
-    if isinstance(block, types.ResourceLink):
-        return f"[resource link: {block.uri}]"
-    if isinstance(block, types.EmbeddedResource):
-        res = block.resource
-        if isinstance(res, types.TextResourceContents):
-            return f"[resource: {res.uri}]\n{res.text}"
-        return (
-            f"[resource: {res.uri}, {res.mime_type or 'binary'}, {_decoded_size(res.blob)} bytes]"
-        )
-    return f"[{getattr(block, 'type', 'unknown')} content]"
-
-
-def _decoded_size(data: str) -> int:
-    try:
-        return len(base64.b64decode(data, validate=False))
-    except (binascii.Error, ValueError):
-        return len(data)
-
-
-def render_error(exc: MCPError, *, tool: str, server: str, timeout_s: float) -> str:
-    """A precise message for a JSON-RPC error raised by a tool call."""
-    if exc.code == REQUEST_TIMEOUT:
-        return (
-            f"Error: tool {tool!r} on MCP server {server!r} timed out after {timeout_s:g} s "
-            "and was abandoned. Try a smaller request, or a different approach."
-        )
+def timeout_text(*, tool: str, server: str, timeout_s: float) -> str:
+    """What the model reads when a call ran out of time."""
     return (
-        f"Error: MCP server {server!r} rejected the call to {tool!r}: {exc.message} "
-        f"(JSON-RPC error {exc.code})."
+        f"Error: tool {tool!r} on MCP server {server!r} timed out after {timeout_s:g} s "
+        "and was abandoned. Try a smaller request, or a different approach."
     )
+
+
+class StartFailure(Exception):
+    """A server could not be started, connected to, or listed; the message says which step."""
+
+
+class ConnectionLost(Exception):
+    """A call found its server gone (crashed, exited, unreachable); the hub may restart it."""
 
 
 def bound_text(text: str, limit: int) -> str:

@@ -9,7 +9,9 @@ import shutil
 import signal
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Protocol
 
 import anyio
 
@@ -22,6 +24,7 @@ __all__ = [
     "MAX_SEARCH_MATCHES",
     "MAX_TIMEOUT_S",
     "Commands",
+    "GroupWatcher",
     "blocked_reason",
 ]
 
@@ -63,12 +66,33 @@ def blocked_reason(command: str) -> str | None:
     return None
 
 
-class Commands:
-    """execute_command and search_files, confined to the root."""
+class GroupWatcher(Protocol):
+    """Told about each command's process group while it runs (`runner.reaper.Reaper`)."""
 
-    def __init__(self, paths: Confinement, output_dir: Path) -> None:
+    def watch(self, pgid: int) -> None: ...
+
+    def forget(self, pgid: int) -> None: ...
+
+
+class Commands:
+    """execute_command and search_files, confined to the root.
+
+    `env` is the commands' whole environment (None: this process's); `watcher`, when given, is
+    told about each command's process group from its start until it has been killed.
+    """
+
+    def __init__(
+        self,
+        paths: Confinement,
+        output_dir: Path,
+        *,
+        env: Mapping[str, str] | None = None,
+        watcher: GroupWatcher | None = None,
+    ) -> None:
         self.paths = paths
         self.output_dir = output_dir
+        self._env = dict(env) if env is not None else None
+        self._watcher = watcher
 
     async def execute(self, command: str, timeout_s: float | None = None) -> str:
         """Run a shell command in the root; return its exit code and (capped) output."""
@@ -84,7 +108,7 @@ class Commands:
         fd, name = tempfile.mkstemp(prefix="command-", suffix=".log", dir=self.output_dir)
         log = Path(name)
         with os.fdopen(fd, "wb") as out:
-            code, timed_out = await _run(command, self.paths.root, out.fileno(), timeout)
+            code, timed_out = await self._run(command, out.fileno(), timeout)
         text = log.read_bytes().decode("utf-8", errors="replace")
         status = (
             f"timed out after {timeout:g} s; the command and its child processes were killed"
@@ -92,6 +116,30 @@ class Commands:
             else f"exit code {code}"
         )
         return f"{status}\n{_capped(text, log)}"
+
+    async def _run(self, command: str, out: int, timeout: float) -> tuple[int | None, bool]:
+        process = await anyio.open_process(
+            ["/bin/sh", "-c", command],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=self.paths.root,
+            env=self._env,
+            start_new_session=True,
+        )
+        if self._watcher is not None:
+            self._watcher.watch(process.pid)
+        try:
+            with anyio.move_on_after(timeout) as scope:
+                await process.wait()
+            return process.returncode, scope.cancelled_caught
+        finally:
+            # Background children left by the command are killed too: nothing outlives a call.
+            _kill_group(process.pid)
+            with anyio.CancelScope(shield=True):
+                await process.wait()
+            if self._watcher is not None:
+                self._watcher.forget(process.pid)
 
     async def search(self, path: str, regex: str, file_pattern: str | None = None) -> str:
         """Lines matching `regex` under `path`, with a line of context, bounded."""
@@ -102,7 +150,7 @@ class Commands:
             raise WorkspaceError(f"invalid regex {regex!r}: {exc}") from None
         rg = shutil.which("rg")
         if rg:
-            lines = await _ripgrep(rg, self.paths.root, real, regex, file_pattern)
+            lines = await _ripgrep(rg, self.paths.root, real, regex, file_pattern, self._env)
         else:
             lines = await anyio.to_thread.run_sync(
                 _python_search, self.paths, real, pattern, file_pattern
@@ -110,26 +158,6 @@ class Commands:
         if not lines:
             return f"No matches for {regex!r} in {self.paths.relative(real)}"
         return "\n".join(lines)
-
-
-async def _run(command: str, cwd: Path, out: int, timeout: float) -> tuple[int | None, bool]:
-    process = await anyio.open_process(
-        ["/bin/sh", "-c", command],
-        stdin=subprocess.DEVNULL,
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        cwd=cwd,
-        start_new_session=True,
-    )
-    try:
-        with anyio.move_on_after(timeout) as scope:
-            await process.wait()
-        return process.returncode, scope.cancelled_caught
-    finally:
-        # Background children left by the command are killed too: nothing outlives a call.
-        _kill_group(process.pid)
-        with anyio.CancelScope(shield=True):
-            await process.wait()
 
 
 def _kill_group(pid: int) -> None:
@@ -151,7 +179,12 @@ def _capped(text: str, log: Path) -> str:
 
 
 async def _ripgrep(
-    rg: str, root: Path, real: Path, regex: str, file_pattern: str | None
+    rg: str,
+    root: Path,
+    real: Path,
+    regex: str,
+    file_pattern: str | None,
+    env: Mapping[str, str] | None,
 ) -> list[str]:
     args = [rg, "--line-number", "--no-heading", "--color", "never", "-C", "1"]
     args += ["--max-columns", "500", "--max-count", str(MAX_SEARCH_MATCHES)]
@@ -160,7 +193,7 @@ async def _ripgrep(
     args += ["-e", regex]
     if real != root:  # without a path rg searches the cwd and prints paths without "./"
         args += ["--", str(real.relative_to(root))]
-    result = await anyio.run_process(args, cwd=root, check=False)
+    result = await anyio.run_process(args, cwd=root, env=env, check=False)
     if result.returncode > 1:
         message = result.stderr.decode("utf-8", errors="replace").strip()
         raise WorkspaceError(f"search failed: {message}")

@@ -39,7 +39,7 @@ def killed(module_dir: Path) -> SessionRecord:
             assert run.process.wait(timeout=30) == -signal.SIGKILL
         finally:
             kill(run.process)
-    # The workspace server's stdin closed with its parent: it exits on its own.
+    # Nothing the run started outlives it (its reaper, if any, exits when its pipe closes).
     assert_no_process_left(module_dir)
     (record,) = sessions(module_dir / "OUT")
     return record

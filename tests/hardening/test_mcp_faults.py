@@ -155,7 +155,9 @@ def test_a_server_that_hangs_at_initialize_fails_after_the_startup_timeout(
     done = runs["hangs_at_initialize"]
     assert_outcome(done, 4, "error", "error")
     assert "within 1 s" in done.stderr + done.stdout
-    assert done.task()["duration_s"] < 10
+    # Far below the 30 s default, which is all this can tell on a loaded machine: the duration
+    # also holds the MCP SDK's import, which the eight concurrent scenarios share two cores for.
+    assert done.task()["duration_s"] < 25
 
 
 def test_a_tool_that_hangs_times_out_as_an_error_result_and_the_session_goes_on(

@@ -172,7 +172,7 @@ def test_sigkill_during_a_tool_call_leaves_every_earlier_event_and_no_command(
     record = read_session(path)
     assert record.end is None and not record.torn
     assert [e["type"] for e in record.events] == ["message", "message", "model_call"]
-    # The workspace server sees its stdin close and must take its command down with it.
+    # The runner dies without cleaning up: its reaper sees the pipe close and kills the command.
     wait_until(lambda: not processes_mentioning(SLEEP_KILLED), 10, f"{SLEEP_KILLED} to end")
 
 

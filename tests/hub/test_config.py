@@ -10,7 +10,7 @@ import pytest
 
 from runner.extension import ToolPolicy
 from runner.hub import policy_allows, server_env, workspace_extension
-from runner.hub_render import render_result
+from runner.hub_results import render_result
 from runner.toolspec import ToolSpec
 
 
