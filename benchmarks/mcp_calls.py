@@ -2,9 +2,11 @@
 
     python -m benchmarks.mcp_calls --root DIR --calls 200 --rounds 3
 
-Both sides start the built-in workspace server over stdio (`python -m runner mcp workspace`) and
-call `read_file` on the same small file; rounds alternate hub and bare so that machine noise
-falls on both. Prints one JSON line with the per-call times of every round, in seconds.
+Both sides start the workspace server over stdio (`python -m runner.workspace`: a command the hub
+does not recognise as its built-in workspace, so it really connects over stdio) and call
+`read_file` on the same small file; rounds alternate hub and bare so that machine noise falls on
+both. A third side, `local`, is what a task's built-in workspace costs: the hub calling the same
+tool in-process. Prints one JSON line with the per-call times of every round, in seconds.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ ARGS = {"path": "notes.txt"}
 
 
 def _server_args(root: Path) -> list[str]:
-    return ["-m", "runner", "mcp", "workspace", "--root", str(root)]
+    return ["-m", "runner.workspace", "--root", str(root)]
 
 
 async def _bare(root: Path, calls: int) -> list[float]:
@@ -49,13 +51,27 @@ async def _bare(root: Path, calls: int) -> list[float]:
 
 
 async def _hub(root: Path, calls: int) -> list[float]:
-    from runner.hub import McpHub, workspace_extension
+    from runner.extension import ExtensionConfig
+
+    return await _hub_calls(
+        root, calls, ExtensionConfig(name="workspace", cmd=sys.executable, args=_server_args(root))
+    )
+
+
+async def _local(root: Path, calls: int) -> list[float]:
+    from runner.hub import workspace_extension
+
+    return await _hub_calls(root, calls, workspace_extension(root))
+
+
+async def _hub_calls(root: Path, calls: int, extension: Any) -> list[float]:
+    from runner.hub import McpHub
     from runner.settings import environ
 
     times = []
     with tempfile.TemporaryDirectory() as artifacts:
         hub = McpHub(
-            {"workspace": workspace_extension(root)},
+            {"workspace": extension},
             workdir=root,
             artifacts_dir=Path(artifacts),
             base_env=environ(),
@@ -70,9 +86,9 @@ async def _hub(root: Path, calls: int) -> list[float]:
 
 
 async def _measure(root: Path, calls: int, rounds: int) -> dict[str, Any]:
-    out: dict[str, Any] = {"hub": [], "bare": []}
+    out: dict[str, Any] = {"hub": [], "bare": [], "local": []}
     for _ in range(rounds):
-        for side, fn in (("hub", _hub), ("bare", _bare)):
+        for side, fn in (("hub", _hub), ("bare", _bare), ("local", _local)):
             times = await fn(root, calls)
             # The first calls warm both ends up; the steady state is what a session pays.
             out[side].append(statistics.median(times[min(5, len(times) - 1) :]))
