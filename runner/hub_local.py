@@ -62,14 +62,11 @@ class LocalTool:
 
 def local_tools(tools: WorkspaceTools) -> list[LocalTool]:
     """The workspace's tools, in the stdio server's order."""
-    return [
-        _local_tool(name, description, getattr(tools, name))
-        for name, description in DESCRIPTIONS.items()
-    ]
+    return [_local_tool(name, getattr(tools, name)) for name in DESCRIPTIONS]
 
 
-def _local_tool(name: str, description: str, method: Callable[..., Any]) -> LocalTool:
-    arguments = _arguments_model(name, method)
+def _local_tool(name: str, method: Callable[..., Any]) -> LocalTool:
+    arguments, schema = _arguments(name)
     if inspect.iscoroutinefunction(method):
         run: Callable[..., Awaitable[str]] = method
     else:
@@ -80,22 +77,25 @@ def _local_tool(name: str, description: str, method: Callable[..., Any]) -> Loca
 
     return LocalTool(
         name=name,
-        description=description,
-        input_schema=arguments.model_json_schema(by_alias=True),
+        description=DESCRIPTIONS[name],
+        input_schema=schema,
         arguments=arguments,
         run=run,
     )
 
 
-def _arguments_model(name: str, method: Callable[..., Any]) -> type[BaseModel]:
-    """The argument model, built from the signature as the SDK's `func_metadata` builds it."""
+@functools.cache
+def _arguments(name: str) -> tuple[type[BaseModel], dict[str, Any]]:
+    """A tool's argument model and input schema, built once per process (about 5 ms each)."""
+    method = getattr(WorkspaceTools, name)
     fields: dict[str, Any] = {}
-    for param in inspect.signature(method, eval_str=True).parameters.values():
+    # As the SDK's `func_metadata` builds them, so that the schemas are the stdio server's.
+    for param in list(inspect.signature(method, eval_str=True).parameters.values())[1:]:
         annotated = _ANNOTATED[param.annotation, Field()]
         empty = param.default is inspect.Parameter.empty
         fields[param.name] = annotated if empty else (annotated, param.default)
     model: type[BaseModel] = create_model(f"{name}Arguments", __base__=_Arguments, **fields)
-    return model
+    return model, model.model_json_schema(by_alias=True)
 
 
 class LocalConnection:

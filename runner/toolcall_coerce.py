@@ -283,11 +283,23 @@ def _snip(text: str) -> str:
     return repr(text if len(text) <= _SNIPPET else text[:_SNIPPET] + "...")
 
 
+_VALIDATORS: dict[int, tuple[Mapping[str, Any], Any]] = {}
+"""Validators by the id of their schema (kept alive here, so the id stays its own): checking a
+schema against its metaschema costs more than a whole turn's other work."""
+
+
 def _validator(root: Mapping[str, Any]) -> Any:
+    cached = _VALIDATORS.get(id(root))
+    if cached is not None and cached[0] is root:
+        return cached[1]
     schema = dict(root)
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls.check_schema(schema)
-    return cls(schema)
+    validator = cls(schema)
+    if len(_VALIDATORS) >= 1024:  # tools come and go only with servers; this is a backstop
+        _VALIDATORS.clear()
+    _VALIDATORS[id(root)] = (root, validator)
+    return validator
 
 
 def _first_problem(value: Any, branch: Any, root: Mapping[str, Any]) -> str | None:
