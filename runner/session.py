@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import time
 import traceback
 from collections.abc import Callable
@@ -198,6 +199,10 @@ async def _run(
             system = task_system_prompt(task, settings, tools, ctx.env)
             _open_log(task, llm, ctx, state, redactor, system, tools, resume)
             _warn_on_tool_drift(resume, tools, state, ctx)
+            # Everything imported and built so far lives for the whole run; the collector need not
+            # walk it again. Without this, every full collection walks the SDKs' ~200k objects and
+            # stalls a turn for over 100 ms.
+            gc.freeze()
             return await _converse(task, llm, ctx, resume, state, system, tools, hub)
     except BaseException:
         if state.log is None:  # failed before the header: still leave a log that says why

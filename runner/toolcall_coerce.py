@@ -47,7 +47,7 @@ def coerce_arguments(raw: Mapping[str, str], schema: Mapping[str, Any]) -> dict[
 
     Raises CoercionError with every problem found, each naming its parameter as `<name>`.
     """
-    root = dict(schema)
+    root = schema  # not copied: its identity keys the validator cache
     properties = root.get("properties") or {}
     extra = root.get("additionalProperties")
     arguments: dict[str, Any] = {}
