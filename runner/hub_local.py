@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import anyio
 from anyio.abc import TaskGroup
@@ -65,13 +65,24 @@ def local_tools(tools: WorkspaceTools) -> list[LocalTool]:
     return [_local_tool(name, getattr(tools, name)) for name in DESCRIPTIONS]
 
 
+_ON_THE_LOOP = frozenset({"read_file", "write_to_file", "replace_in_file"})
+"""Sync tools that touch one file (a read is capped at 2 MB, a write is one model reply): they run
+on the event loop, since a worker-thread hop costs 0.2-0.4 ms, more than the work. A listing can
+walk a big tree, so list_files runs in a worker thread, as the SDK runs every sync tool."""
+
+
 def _local_tool(name: str, method: Callable[..., Any]) -> LocalTool:
     arguments, schema = _arguments(name)
+    run: Callable[..., Awaitable[str]]
     if inspect.iscoroutinefunction(method):
-        run: Callable[..., Awaitable[str]] = method
+        run = method
+    elif name in _ON_THE_LOOP:
+
+        async def run(**kwargs: Any) -> str:
+            return cast(str, method(**kwargs))
+
     else:
-        # As the SDK does for a sync tool: a big read or listing must not stall the event loop,
-        # which other tasks (--jobs) share.
+
         async def run(**kwargs: Any) -> str:
             return await anyio.to_thread.run_sync(functools.partial(method, **kwargs))
 

@@ -11,7 +11,7 @@ from runner.llm.base import Message, Usage
 from runner.llm.models import lookup_model
 from runner.llm.retry import CallError, CallTarget, Sleep
 from runner.llm.sdk_provider import SdkProvider
-from runner.llm.streaming import estimate_usage, idle_chunks, within_idle
+from runner.llm.streaming import IdleWatch, estimate_usage
 from runner.settings import Settings
 
 if TYPE_CHECKING:
@@ -113,37 +113,36 @@ class AnthropicMessages(SdkProvider["anthropic.AsyncAnthropic"]):
             "cache_control": {"type": "ephemeral"},
         }
         wire = _wire_messages(messages)
-        stream = await within_idle(
-            self._client.messages.create(
+        parts: list[str] = []
+        counts: dict[str, int] = {}
+        stop_reason = "end_turn"
+        model = self.model
+        finished = False
+        async with IdleWatch(idle_s, self._target.base_url) as watch:
+            stream = await self._client.messages.create(
                 model=self.model,
                 max_tokens=self._settings.max_output_tokens,
                 system=[cached_system],
                 messages=wire,
                 stream=True,
                 extra_body=extra or None,
-            ),
-            idle_s,
-            self._target.base_url,
-        )
-        parts: list[str] = []
-        counts: dict[str, int] = {}
-        stop_reason = "end_turn"
-        model = self.model
-        finished = False
-        try:
-            async for event in idle_chunks(aiter(stream), idle_s):
-                if event.type == "message_start":
-                    model = event.message.model or model
-                    _take_usage(counts, getattr(event.message, "usage", None))
-                elif event.type == "content_block_delta" and event.delta.type == "text_delta":
-                    parts.append(event.delta.text)
-                elif event.type == "message_delta":
-                    stop_reason = event.delta.stop_reason or stop_reason
-                    _take_usage(counts, getattr(event, "usage", None))
-                elif event.type == "message_stop":
-                    finished = True
-        finally:
-            await stream.close()
+            )
+            watch.alive()
+            try:
+                async for event in stream:
+                    watch.alive()
+                    if event.type == "message_start":
+                        model = event.message.model or model
+                        _take_usage(counts, getattr(event.message, "usage", None))
+                    elif event.type == "content_block_delta" and event.delta.type == "text_delta":
+                        parts.append(event.delta.text)
+                    elif event.type == "message_delta":
+                        stop_reason = event.delta.stop_reason or stop_reason
+                        _take_usage(counts, getattr(event, "usage", None))
+                    elif event.type == "message_stop":
+                        finished = True
+            finally:
+                await stream.close()
         if not finished:
             raise CallError("broken_stream", "stream ended before message_stop")
         text = "".join(parts)

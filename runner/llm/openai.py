@@ -16,7 +16,7 @@ from runner.llm.base import Message, Usage
 from runner.llm.models import lookup_model
 from runner.llm.retry import CallError, CallTarget, Sleep
 from runner.llm.sdk_provider import SdkProvider
-from runner.llm.streaming import estimate_usage, idle_chunks, within_idle
+from runner.llm.streaming import IdleWatch, estimate_usage
 from runner.settings import Settings
 
 if TYPE_CHECKING:
@@ -106,8 +106,12 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
         limit = self._settings.max_output_tokens
         new_limit_name = bool(_COMPLETION_TOKENS_MODELS.match(self.model))
         temperature = self._settings.temperature
-        stream = await within_idle(
-            self._client.chat.completions.create(
+        parts: list[str] = []
+        usage: Usage | None = None
+        stop_reason: str | None = None
+        model = self.model
+        async with IdleWatch(idle_s, self._target.base_url) as watch:
+            stream = await self._client.chat.completions.create(
                 model=self.model,
                 messages=_wire_messages(system, messages),
                 stream=True,
@@ -115,26 +119,21 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
                 max_completion_tokens=limit if new_limit_name else openai.omit,
                 max_tokens=openai.omit if new_limit_name else limit,
                 temperature=openai.omit if temperature is None else temperature,
-            ),
-            idle_s,
-            f"{self._target.base_url}",
-        )
-        parts: list[str] = []
-        usage: Usage | None = None
-        stop_reason: str | None = None
-        model = self.model
-        try:
-            async for chunk in idle_chunks(aiter(stream), idle_s):
-                model = chunk.model or model
-                if chunk.usage is not None:
-                    usage = _usage(chunk.usage)
-                for choice in chunk.choices:
-                    if choice.delta.content:
-                        parts.append(choice.delta.content)
-                    if choice.finish_reason:
-                        stop_reason = choice.finish_reason
-        finally:
-            await stream.close()
+            )
+            watch.alive()
+            try:
+                async for chunk in stream:
+                    watch.alive()
+                    model = chunk.model or model
+                    if chunk.usage is not None:
+                        usage = _usage(chunk.usage)
+                    for choice in chunk.choices:
+                        if choice.delta.content:
+                            parts.append(choice.delta.content)
+                        if choice.finish_reason:
+                            stop_reason = choice.finish_reason
+            finally:
+                await stream.close()
         text = "".join(parts)
         if stop_reason is None:
             raise CallError("broken_stream", "stream ended before its finish_reason")

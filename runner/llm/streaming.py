@@ -3,38 +3,54 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Sequence
-from typing import TypeVar
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Self
 
 from runner.llm.base import Message, Usage
 from runner.llm.retry import CallError
 
-__all__ = ["CHARS_PER_TOKEN", "estimate_tokens", "estimate_usage", "idle_chunks", "within_idle"]
-
-T = TypeVar("T")
+__all__ = ["CHARS_PER_TOKEN", "IdleWatch", "estimate_tokens", "estimate_usage"]
 CHARS_PER_TOKEN = 4
 
 
-async def within_idle(awaitable: Awaitable[T], idle_s: float, what: str) -> T:
-    """Await `awaitable`, turning more than `idle_s` of silence into a retryable `CallError`."""
-    try:
-        async with asyncio.timeout(idle_s):
-            return await awaitable
-    except TimeoutError:
-        raise CallError("idle", f"{what} sent nothing for {idle_s:g} s") from None
+class IdleWatch:
+    """One deadline for a whole streamed call, pushed back each time something arrives.
 
+    `async with IdleWatch(idle_s, what) as watch:` around the request and the reading of its
+    stream, with `watch.alive()` after the response and after each chunk: more than `idle_s` of
+    silence becomes a retryable `CallError`. One timer for the call, moved along, costs less than
+    a timeout per chunk.
+    """
 
-async def idle_chunks(stream: AsyncIterator[T], idle_s: float) -> AsyncIterator[T]:
-    """Yield `stream`'s items, cutting the stream when one takes longer than `idle_s` to arrive."""
-    while True:
+    def __init__(self, idle_s: float, what: str) -> None:
+        self._idle_s = idle_s
+        self._what = what
+        self._answered = False
+        self._timeout = asyncio.timeout(idle_s)
+        self._now = asyncio.get_running_loop().time
+
+    async def __aenter__(self) -> Self:
+        await self._timeout.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         try:
-            async with asyncio.timeout(idle_s):
-                item = await anext(stream)
-        except StopAsyncIteration:
-            return
+            await self._timeout.__aexit__(exc_type, exc, tb)
         except TimeoutError:
-            raise CallError("idle", f"stream idle for {idle_s:g} s") from None
-        yield item
+            if self._answered:
+                raise CallError("idle", f"stream idle for {self._idle_s:g} s") from None
+            raise CallError("idle", f"{self._what} sent nothing for {self._idle_s:g} s") from None
+
+    def alive(self) -> None:
+        """Something arrived: the silence starts again from now."""
+        self._answered = True
+        self._timeout.reschedule(self._now() + self._idle_s)
 
 
 def estimate_tokens(text: str) -> int:
