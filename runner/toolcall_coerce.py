@@ -15,10 +15,11 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
-from jsonschema.exceptions import SchemaError
+from jsonschema.exceptions import SchemaError, UnknownType
 from referencing.exceptions import Unresolvable
 
 __all__ = ["CoercionError", "coerce_arguments", "coerce_value", "describe_schema"]
@@ -283,40 +284,64 @@ def _snip(text: str) -> str:
     return repr(text if len(text) <= _SNIPPET else text[:_SNIPPET] + "...")
 
 
-_VALIDATORS: dict[int, tuple[Mapping[str, Any], Any]] = {}
-"""Validators by the id of their schema (kept alive here, so the id stays its own): checking a
-schema against its metaschema costs more than a whole turn's other work."""
+@dataclass
+class _Checked:
+    """A schema's validator, and whether the schema itself is valid (None: not checked yet)."""
+
+    schema: Mapping[str, Any]
+    validator: Any
+    valid: bool | None = None
 
 
-def _validator(root: Mapping[str, Any]) -> Any:
-    cached = _VALIDATORS.get(id(root))
-    if cached is not None and cached[0] is root:
-        return cached[1]
+_VALIDATORS: dict[int, _Checked] = {}
+"""By the id of their schema, kept alive here so that the id stays its own."""
+
+
+def _checked(root: Mapping[str, Any]) -> _Checked:
+    entry = _VALIDATORS.get(id(root))
+    if entry is not None and entry.schema is root:
+        return entry
     schema = dict(root)
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    cls.check_schema(schema)
-    validator = cls(schema)
     if len(_VALIDATORS) >= 1024:  # tools come and go only with servers; this is a backstop
         _VALIDATORS.clear()
-    _VALIDATORS[id(root)] = (root, validator)
-    return validator
+    entry = _VALIDATORS[id(root)] = _Checked(root, cls(schema))
+    return entry
+
+
+def _schema_is_valid(entry: _Checked) -> bool:
+    """Whether the schema passes its metaschema, checked once and only when a validation found a
+    problem: the check costs about 2 ms, and only a broken schema makes up problems that are not
+    there (a server's broken schema is its problem; the server still validates what it gets)."""
+    if entry.valid is None:
+        try:
+            type(entry.validator).check_schema(entry.validator.schema)
+            entry.valid = True
+        except SchemaError:
+            entry.valid = False
+    return entry.valid
 
 
 def _first_problem(value: Any, branch: Any, root: Mapping[str, Any]) -> str | None:
     """Why `value` does not fit `branch` (with `$ref`s into `root`), or None when it fits."""
+    entry = _checked(root)
     try:
-        validator = _validator(root).evolve(schema=branch)
+        validator = entry.validator.evolve(schema=branch)
         error = jsonschema.exceptions.best_match(validator.iter_errors(value))
-    except (SchemaError, Unresolvable, LookupError, TypeError):
+    except (SchemaError, Unresolvable, LookupError, TypeError, UnknownType):
         return None
-    return None if error is None else _short(error.message)
+    if error is None or not _schema_is_valid(entry):
+        return None
+    return _short(error.message)
 
 
 def _validate(arguments: dict[str, Any], root: Mapping[str, Any]) -> list[str]:
+    entry = _checked(root)
     try:
-        errors = list(_validator(root).iter_errors(arguments))
-    except (SchemaError, Unresolvable, LookupError, TypeError):
-        # A server's broken schema is its problem; the server still validates what it gets.
+        errors = list(entry.validator.iter_errors(arguments))
+    except (SchemaError, Unresolvable, LookupError, TypeError, UnknownType):
+        return []
+    if not errors or not _schema_is_valid(entry):
         return []
     problems = []
     for error in sorted(errors, key=lambda e: [str(p) for p in e.absolute_path]):

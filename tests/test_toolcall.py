@@ -474,6 +474,20 @@ def test_broken_schema_does_not_stop_coercion() -> None:
     assert coerce_arguments({"n": "4"}, schema) == {"n": 4}
 
 
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"n": {"type": "string", "not": {"type": "strin"}}}},
+        {"type": "object", "properties": {"n": {"type": "string"}}, "required": "nx"},
+        {"type": "object", "properties": {"n": {"type": "string", "maxLength": -1}}},
+    ],
+)
+def test_a_broken_schema_makes_up_no_problems(schema: dict[str, object]) -> None:
+    # The metaschema check runs only when validation finds a problem; it must still clear them.
+    assert coerce_arguments({"n": "4"}, schema) == {"n": "4"}
+    assert coerce_arguments({"n": "4"}, schema) == {"n": "4"}  # and from the cache
+
+
 def test_bad_value_in_a_call_becomes_a_call_error_with_the_usage() -> None:
     error = only_error("<read_file>\n<path>a</path>\n<limit>many</limit>\n</read_file>")
     assert "<limit>: expected an integer (like 42), got 'many'" in error.message
