@@ -33,7 +33,6 @@ from runner.report_github import (
     write_outputs,
     write_step_summary,
 )
-from runner.report_junit import write_junit
 from runner.session import ResumePoint, RunContext, run_task
 from runner.settings import Settings, environ
 from runner.task import Task
@@ -187,6 +186,8 @@ def _write_reports(
 ) -> RunSummary:
     """Write JUnit, then summary.json; one that cannot be written is reported and makes the exit
     code 4 (an unwritable or full artifacts folder), and the other is still written."""
+    from runner.report_junit import write_junit  # junit_xml and ElementTree: not before the run
+
     writers: list[tuple[Path, Callable[[RunSummary, Path, Redactor], None]]] = [
         (junit, write_junit),
         (summary.out_dir / "summary.json", write_summary_json),

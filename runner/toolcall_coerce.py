@@ -6,7 +6,9 @@ integers, numbers and booleans are parsed from their usual spelling; arrays and 
 parsed as JSON; `enum` values must be one of the listed ones; `null` (or an empty value) fits a
 nullable slot; `anyOf`/`oneOf` branches are tried in order and the first that fits wins; local
 `$ref`s are resolved; a slot with no type is parsed as JSON when it is JSON, else kept as text.
-The coerced arguments are then validated with jsonschema so that an error says what does not fit.
+The coerced arguments are then validated with jsonschema so that an error says what does not fit,
+unless the schema is plain enough for `_plainly_valid` to vouch for them: most tool schemas are
+(scalars, enums, nullable `anyOf`s), and jsonschema then is not even imported (about 60 ms).
 """
 
 from __future__ import annotations
@@ -16,11 +18,8 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
-
-import jsonschema
-from jsonschema.exceptions import SchemaError, UnknownType
-from referencing.exceptions import Unresolvable
 
 __all__ = ["CoercionError", "coerce_arguments", "coerce_value", "describe_schema"]
 
@@ -284,6 +283,84 @@ def _snip(text: str) -> str:
     return repr(text if len(text) <= _SNIPPET else text[:_SNIPPET] + "...")
 
 
+_ANNOTATIONS = frozenset(
+    {"title", "description", "default", "examples", "$comment", "deprecated", "readOnly"}
+    | {"writeOnly", "format"}  # format only annotates: the validators get no format checker
+)
+_PLAIN_TYPES: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+}
+
+
+def _plainly_valid(arguments: Mapping[str, Any], root: Mapping[str, Any]) -> bool:
+    """True only when `arguments` certainly fit `root`: an object of named properties, each of
+    them a plain node (see `_plainly_fits`). False means "ask jsonschema", not "invalid"."""
+    if any(key not in _ANNOTATIONS | _OBJECT_KEYWORDS for key in root):
+        return False
+    properties, required = root.get("properties", {}), root.get("required", [])
+    extra = root.get("additionalProperties", True)
+    if root.get("type", "object") != "object" or not isinstance(properties, Mapping):
+        return False
+    if not isinstance(required, list) or any(name not in arguments for name in required):
+        return False
+    for name, value in arguments.items():
+        if name in properties:
+            fits = _plainly_fits(value, properties[name])
+        else:
+            fits = extra is True or (isinstance(extra, Mapping) and _plainly_fits(value, extra))
+        if not fits:
+            return False
+    return True
+
+
+_OBJECT_KEYWORDS = frozenset({"type", "properties", "required", "additionalProperties"})
+
+
+def _plainly_fits(value: Any, node: Any) -> bool:
+    """True only when `value` certainly fits `node`, a schema of nothing but scalar `type`s,
+    `enum`, `const`, `anyOf` of such nodes, and annotations."""
+    if not isinstance(node, Mapping):
+        return False
+    for key, expected in node.items():
+        if key in _ANNOTATIONS:
+            continue
+        if key == "type":
+            kinds = [expected] if isinstance(expected, str) else expected
+            if not isinstance(kinds, list) or not any(
+                _PLAIN_TYPES.get(kind, _never)(value) for kind in kinds
+            ):
+                return False
+        elif key in ("enum", "const"):
+            options = expected if key == "enum" else [expected]
+            if not isinstance(options, list) or not any(_same(value, o) for o in options):
+                return False
+        elif key == "anyOf":
+            if not isinstance(expected, list) or not any(_plainly_fits(value, b) for b in expected):
+                return False
+        else:
+            return False
+    return True
+
+
+def _never(value: Any) -> bool:
+    return False
+
+
+def _same(value: Any, option: Any) -> bool:
+    # JSON keeps true and 1 apart; Python's == does not.
+    return type(value) is type(option) and value == option and not isinstance(value, float)
+
+
+def _jsonschema() -> ModuleType:
+    import jsonschema
+
+    return jsonschema
+
+
 @dataclass
 class _Checked:
     """A schema's validator, and whether the schema itself is valid (None: not checked yet)."""
@@ -301,6 +378,7 @@ def _checked(root: Mapping[str, Any]) -> _Checked:
     entry = _VALIDATORS.get(id(root))
     if entry is not None and entry.schema is root:
         return entry
+    jsonschema = _jsonschema()
     schema = dict(root)
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     if len(_VALIDATORS) >= 1024:  # tools come and go only with servers; this is a backstop
@@ -317,18 +395,28 @@ def _schema_is_valid(entry: _Checked) -> bool:
         try:
             type(entry.validator).check_schema(entry.validator.schema)
             entry.valid = True
-        except SchemaError:
+        except _jsonschema().exceptions.SchemaError:
             entry.valid = False
     return entry.valid
 
 
+def _schema_failures() -> tuple[type[Exception], ...]:
+    """What validating against a broken schema may raise."""
+    from referencing.exceptions import Unresolvable
+
+    exceptions = _jsonschema().exceptions
+    return (exceptions.SchemaError, exceptions.UnknownType, Unresolvable, LookupError, TypeError)
+
+
 def _first_problem(value: Any, branch: Any, root: Mapping[str, Any]) -> str | None:
     """Why `value` does not fit `branch` (with `$ref`s into `root`), or None when it fits."""
+    if _plainly_fits(value, branch):
+        return None
     entry = _checked(root)
     try:
         validator = entry.validator.evolve(schema=branch)
-        error = jsonschema.exceptions.best_match(validator.iter_errors(value))
-    except (SchemaError, Unresolvable, LookupError, TypeError, UnknownType):
+        error = _jsonschema().exceptions.best_match(validator.iter_errors(value))
+    except _schema_failures():
         return None
     if error is None or not _schema_is_valid(entry):
         return None
@@ -336,10 +424,12 @@ def _first_problem(value: Any, branch: Any, root: Mapping[str, Any]) -> str | No
 
 
 def _validate(arguments: dict[str, Any], root: Mapping[str, Any]) -> list[str]:
+    if _plainly_valid(arguments, root):
+        return []
     entry = _checked(root)
     try:
         errors = list(entry.validator.iter_errors(arguments))
-    except (SchemaError, Unresolvable, LookupError, TypeError, UnknownType):
+    except _schema_failures():
         return []
     if not errors or not _schema_is_valid(entry):
         return []

@@ -13,13 +13,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Literal, TypeVar
-
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from runner.errors import ContextLengthError, ProviderError
 from runner.llm.base import RetryEvent
 from runner.settings import RetrySettings
+
+if TYPE_CHECKING:
+    from tenacity import RetryCallState
 
 __all__ = [
     "RETRYABLE_STATUS",
@@ -188,6 +189,8 @@ async def call_with_retries(
             failure, first_failure = first_failure, None
             raise failure
         return await call()
+
+    from tenacity import AsyncRetrying, retry_if_exception  # only once a call has failed
 
     retrying = AsyncRetrying(
         sleep=sleep,
