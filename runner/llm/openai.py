@@ -101,6 +101,7 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
         self, system: str, messages: Sequence[Message]
     ) -> tuple[str, Usage, str, str]:
         import openai
+        from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
         idle_s = self._settings.retry.idle_timeout_s
         limit = self._settings.max_output_tokens
@@ -111,14 +112,25 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
         stop_reason: str | None = None
         model = self.model
         async with IdleWatch(idle_s, self._target.base_url) as watch:
-            stream = await self._client.chat.completions.create(
-                model=self.model,
-                messages=_wire_messages(system, messages),
+            # The body goes out through `post`, the SDK's documented call for a body sent as it
+            # is: `chat.completions.create` runs its TypedDict transform over every message of
+            # every request (6 ms of CPU at 20 messages, 70 ms at 400), and on these plain
+            # string messages the transform returns what it was given.
+            body: dict[str, Any] = {
+                "model": self.model,
+                "messages": _wire_messages(system, messages),
+                "stream": True,
+                "stream_options": {"include_usage": True},
+                ("max_completion_tokens" if new_limit_name else "max_tokens"): limit,
+            }
+            if temperature is not None:
+                body["temperature"] = temperature
+            stream = await self._client.post(
+                "/chat/completions",
+                body=body,
+                cast_to=ChatCompletion,
                 stream=True,
-                stream_options={"include_usage": True},
-                max_completion_tokens=limit if new_limit_name else openai.omit,
-                max_tokens=openai.omit if new_limit_name else limit,
-                temperature=openai.omit if temperature is None else temperature,
+                stream_cls=openai.AsyncStream[ChatCompletionChunk],
             )
             watch.alive()
             try:
