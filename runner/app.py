@@ -98,6 +98,7 @@ def prepare_jobs(tasks: list[Task], settings: Settings, model: str | None) -> li
     from runner.llm.registry import create_llm
 
     jobs = []
+    shared: dict[str, LLM] = {}
     for task in tasks:
         spec = model or task.spec.model or settings.model
         if not spec:
@@ -111,7 +112,12 @@ def prepare_jobs(tasks: list[Task], settings: Settings, model: str | None) -> li
                 "remove it to use XML tool calls"
             )
         check_sections(task, settings)
-        jobs.append(Job(task, create_llm(spec, settings)))
+        llm = shared.get(spec) or create_llm(spec, settings)
+        if getattr(llm, "shareable", False):
+            # One client (TLS context, connection pool) for every task on this model, instead of
+            # one per task built at the same moment: 32 of those cost a second of CPU.
+            shared[spec] = llm
+        jobs.append(Job(task, llm))
     return jobs
 
 

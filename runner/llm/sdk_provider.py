@@ -26,6 +26,9 @@ class SdkProvider(Generic[ClientT]):
     provider: str
     model: str
     info: ModelInfo | None
+    shareable = True
+    """Tasks on the same model may share one instance: a call keeps no state between calls, and
+    the client is safe to use from concurrent tasks of one event loop."""
 
     def __init__(
         self,
