@@ -22,10 +22,7 @@ PROMPT = "Read notes.txt and report."
 TOOL_RESULT = "[read_file for 'notes.txt'] Result:\nbenchmark notes\n"
 
 
-async def _openai_loop(system: str, max_turns: int) -> int:
-    import openai
-
-    client = openai.AsyncOpenAI(max_retries=0)
+async def _openai_loop(client: Any, system: str, max_turns: int) -> int:
     messages: list[Any] = [
         {"role": "system", "content": system},
         {"role": "user", "content": PROMPT},
@@ -50,14 +47,10 @@ async def _openai_loop(system: str, max_turns: int) -> int:
             break
         messages.append({"role": "assistant", "content": text})
         messages.append({"role": "user", "content": TOOL_RESULT})
-    await client.close()
     return turns
 
 
-async def _anthropic_loop(system: str, max_turns: int) -> int:
-    import anthropic
-
-    client = anthropic.AsyncAnthropic(max_retries=0)
+async def _anthropic_loop(client: Any, system: str, max_turns: int) -> int:
     cached: Any = {"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}
     messages: list[Any] = [{"role": "user", "content": PROMPT}]
     turns = 0
@@ -79,8 +72,26 @@ async def _anthropic_loop(system: str, max_turns: int) -> int:
             break
         messages.append({"role": "assistant", "content": text})
         messages.append({"role": "user", "content": TOOL_RESULT})
-    await client.close()
     return turns
+
+
+async def _run(wire: str, system: str, max_turns: int, concurrent: int) -> int:
+    """`concurrent` loops on one client (the --jobs floor); the number of turns they made."""
+    if wire == "openai":
+        import openai
+
+        client: Any = openai.AsyncOpenAI(max_retries=0)
+        loop = _openai_loop
+    else:
+        import anthropic
+
+        client = anthropic.AsyncAnthropic(max_retries=0)
+        loop = _anthropic_loop
+    try:
+        turns = await asyncio.gather(*(loop(client, system, max_turns) for _ in range(concurrent)))
+    finally:
+        await client.close()
+    return sum(turns)
 
 
 def main() -> int:
@@ -88,10 +99,10 @@ def main() -> int:
     parser.add_argument("--wire", choices=["openai", "anthropic"], default="openai")
     parser.add_argument("--system", type=Path, help="system prompt file (default: a short one)")
     parser.add_argument("--max-turns", type=int, default=10_000)
+    parser.add_argument("--concurrent", type=int, default=1, help="loops at once, one client")
     args = parser.parse_args()
     system = args.system.read_text(encoding="utf-8") if args.system else "You are an agent."
-    loop = _openai_loop if args.wire == "openai" else _anthropic_loop
-    turns = asyncio.run(loop(system, args.max_turns))
+    turns = asyncio.run(_run(args.wire, system, args.max_turns, args.concurrent))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps({"turns": turns, "peak_rss_kib": peak, "pid": os.getpid()}))
     return 0

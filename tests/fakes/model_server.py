@@ -215,6 +215,9 @@ class FakeModelServer:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    # socketserver's default backlog of 5 drops the SYNs of a burst of connections (32 tasks
+    # starting at once), and the kernel retries them only after a second.
+    request_queue_size = 128
 
     def __init__(self, address: tuple[str, int], handler: type[_Handler], state: _State) -> None:
         self.state = state
