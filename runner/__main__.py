@@ -1,3 +1,3 @@
 from runner import cli
 
-raise SystemExit(cli.main())
+cli.entry()

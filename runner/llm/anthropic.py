@@ -118,8 +118,10 @@ class AnthropicMessages(SdkProvider["anthropic.AsyncAnthropic"]):
         stop_reason = "end_turn"
         model = self.model
         finished = False
+        # The client first: waiting for its import (the first call) is not the server's silence.
+        client = self._client
         async with IdleWatch(idle_s, self._target.base_url) as watch:
-            stream = await self._client.messages.create(
+            stream = await client.messages.create(
                 model=self.model,
                 max_tokens=self._settings.max_output_tokens,
                 system=[cached_system],

@@ -111,6 +111,8 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
         usage: Usage | None = None
         stop_reason: str | None = None
         model = self.model
+        # The client first: waiting for its import (the first call) is not the server's silence.
+        client = self._client
         async with IdleWatch(idle_s, self._target.base_url) as watch:
             # The body goes out through `post`, the SDK's documented call for a body sent as it
             # is: `chat.completions.create` runs its TypedDict transform over every message of
@@ -125,7 +127,7 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
             }
             if temperature is not None:
                 body["temperature"] = temperature
-            stream = await self._client.post(
+            stream = await client.post(
                 "/chat/completions",
                 body=body,
                 cast_to=ChatCompletion,
