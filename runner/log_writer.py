@@ -304,11 +304,13 @@ class SessionLogWriter:
         if self._handle is None:
             raise RuntimeError(f"session log {self.path} is closed; cannot write {event_type}")
         line = {"type": event_type, **fields, "ts": iso_utc(self._clock())}
-        self._write(self._redactor.data(line))
+        self._write(line)
 
     def _write(self, line: dict[str, Any]) -> None:
         assert self._handle is not None
         text = json.dumps(line, ensure_ascii=False, default=str)
+        if self._redactor.may_be_in_json(text):
+            text = json.dumps(self._redactor.data(line), ensure_ascii=False, default=str)
         # Readers that split with str.splitlines would break a line at these; JSON may escape them.
         text = text.translate(_LINE_BREAKS)
         try:

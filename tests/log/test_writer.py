@@ -241,3 +241,27 @@ def test_any_text_round_trips_with_the_secret_masked(
     written = read_session(w.path).events[0]["content"]
     assert written == Redactor([secret]).text(content)
     assert secret not in written
+
+
+@settings(max_examples=80, derandomize=True, deadline=None)
+@given(
+    around=st.tuples(st.text(max_size=20), st.text(max_size=20)),
+    secret=st.text(st.characters(blacklist_characters="*"), min_size=4, max_size=12),
+)
+def test_a_secret_is_masked_in_values_and_keys_whatever_json_makes_of_it(
+    tmp_path_factory: pytest.TempPathFactory, around: tuple[str, str], secret: str
+) -> None:
+    # Quotes, backslashes and control characters are escaped in JSON: the writer's one search of
+    # the finished line would miss such a secret, so it must redact string by string instead.
+    before, after = around
+    out = tmp_path_factory.mktemp("prop")
+    w = SessionLogWriter.create(out, header("prop", golden=False), Redactor([secret]))
+    text = before + secret + after
+    w.tool_call(
+        1, tool="t", server="s", arguments={text: text}, result=text, is_error=False, duration_s=0
+    )
+    w.close()
+    (event,) = read_session(w.path).events
+    masked = Redactor([secret]).text(text)
+    assert event["arguments"] == {masked: masked}
+    assert event["result"] == masked
