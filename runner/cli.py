@@ -75,6 +75,9 @@ def entry() -> None:
     flushed. A reaper (`runner.reaper`) needs no goodbye: it ends when its pipe closes with us.
     """
     code = main()
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        # A profiler or coverage tool is watching: it writes its data at the normal exit.
+        raise SystemExit(code)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

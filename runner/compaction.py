@@ -71,6 +71,9 @@ class Compactor:
         self._cost_of = cost_of
         self._ratio = ratio
         self._keep_messages = 2 * keep_turns
+        self._counted: tuple[list[Message], int, Message | None, int] | None = None
+        """(history, how many of its messages were counted, the last of them, their characters):
+        the loop only appends between compactions, so each turn counts only what is new."""
 
     def _limit(self) -> int | None:
         return int(self._window * self._ratio) if self._window else None
@@ -78,7 +81,7 @@ class Compactor:
     async def maybe_compact(self, messages: list[Message], *, turn: int) -> None:
         """Compact when the estimated prompt passes the ratio of the context window."""
         limit = self._limit()
-        if limit is None or estimate_tokens(self._system, messages) <= limit:
+        if limit is None or self._estimate(messages) <= limit:
             return
         if estimate_tokens(self._system, messages[:1]) > limit:
             # The system prompt and the task alone fill the window: no compaction can help, and
@@ -87,9 +90,24 @@ class Compactor:
             return
         await self.compact(messages, turn=turn)
 
+    def _estimate(self, messages: list[Message]) -> int:
+        counted = self._counted
+        if (
+            counted is not None
+            and counted[0] is messages
+            and 0 < counted[1] <= len(messages)
+            and messages[counted[1] - 1] is counted[2]
+        ):
+            chars = counted[3] + sum(len(m.content) for m in messages[counted[1] :])
+        else:
+            chars = sum(len(m.content) for m in messages)
+        self._counted = (messages, len(messages), messages[-1] if messages else None, chars)
+        return (len(self._system) + chars) // _CHARS_PER_TOKEN
+
     async def compact(self, messages: list[Message], *, turn: int, force: bool = False) -> None:
         """Clear old tool results, then summarise if still over half the limit (always, when
         `force`)."""
+        self._counted = None  # messages are replaced below: count afresh next time
         before = estimate_tokens(self._system, messages)
         if self._clear_tool_results(messages):
             after = estimate_tokens(self._system, messages)

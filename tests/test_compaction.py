@@ -87,3 +87,20 @@ async def test_a_forced_compaction_still_summarises_when_the_window_is_too_small
     await compactor(llm, events, "s" * 4000, window=1000).compact(messages, turn=6, force=True)
     assert events.kinds == ["clear_tool_results", "summary"]
     assert messages[0] == Message("user", "the task")
+
+
+@pytest.mark.anyio
+async def test_the_running_estimate_matches_a_full_count_through_appends_and_compactions() -> None:
+    from runner.compaction import estimate_tokens
+
+    llm, events = CountingLLM(), Events()
+    box = compactor(llm, events, "s" * 40, window=10_000)
+    messages = history(3, "r" * 50)
+    for turn in range(40):
+        assert box._estimate(messages) == estimate_tokens("s" * 40, messages)
+        messages += [Message("assistant", f"call {turn}"), Message("user", "r" * (turn * 37))]
+        if turn % 9 == 8:
+            await box.compact(messages, turn=turn)  # replaces messages in place
+    assert box._estimate(messages) == estimate_tokens("s" * 40, messages)
+    messages[-1] = Message("user", "replaced by someone else")  # not an append: counted afresh
+    assert box._estimate(messages) == estimate_tokens("s" * 40, messages)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from runner.errors import ConfigError
 from runner.llm.base import Message, Usage
@@ -165,13 +165,7 @@ def create(model: str, settings: Settings) -> AnthropicMessages:
 
 
 def _wire_messages(messages: Sequence[Message]) -> list[MessageParam]:
-    wire: list[MessageParam] = []
-    for message in messages:
-        if message.role == "user":
-            wire.append({"role": "user", "content": message.content})
-        else:
-            wire.append({"role": "assistant", "content": message.content})
-    return wire
+    return [cast("MessageParam", message.wire) for message in messages]
 
 
 def _take_usage(counts: dict[str, int], usage: Any) -> None:

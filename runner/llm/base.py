@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -19,6 +20,12 @@ class Message:
     """Who said it."""
     content: str
     """What was said, as plain text (tool calls and results are text too)."""
+
+    @functools.cached_property
+    def wire(self) -> dict[str, str]:
+        """The message as both wire formats take it, built once: every request sends the whole
+        history again. The SDKs copy a body before they change anything in it."""
+        return {"role": self.role, "content": self.content}
 
 
 @dataclass(frozen=True)

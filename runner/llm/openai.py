@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from runner.errors import ConfigError
 from runner.llm.base import Message, Usage
@@ -161,11 +161,7 @@ def create(model: str, settings: Settings) -> OpenAIChat:
 
 def _wire_messages(system: str, messages: Sequence[Message]) -> list[ChatCompletionMessageParam]:
     wire: list[ChatCompletionMessageParam] = [{"role": "system", "content": system}]
-    for message in messages:
-        if message.role == "user":
-            wire.append({"role": "user", "content": message.content})
-        else:
-            wire.append({"role": "assistant", "content": message.content})
+    wire.extend(cast("ChatCompletionMessageParam", message.wire) for message in messages)
     return wire
 
 
