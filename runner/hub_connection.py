@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from runner.extension import ExtensionConfig
 from runner.hub_config import server_env
 from runner.hub_render import ConnectionLost, EventSink, HubEvent, StartFailure, timeout_text
-from runner.hub_results import CONNECTION_CLOSED, render_error, render_result
+from runner.hub_results import CONNECTION_CLOSED, REQUEST_TIMEOUT, render_error, render_result
 from runner.hub_stdio import stdio_transport
 from runner.toolspec import ToolResult, ToolSpec
 
@@ -37,6 +37,8 @@ __all__ = ["Connection"]
 _MAX_TOOL_PAGES = 100
 _GRACE_S = 5.0
 """Extra time past a call's timeout before the hub gives up on the SDK's own timeout firing."""
+_LOCAL_ERRORS = (CONNECTION_CLOSED, REQUEST_TIMEOUT)
+"""Codes the client makes up itself; any other error answering the handshake is the server's."""
 
 
 class Connection:
@@ -184,30 +186,52 @@ class Connection:
 
     @asynccontextmanager
     async def _client(self) -> AsyncIterator[Client]:
-        async with AsyncExitStack() as stack:
-            transport = await self._transport(stack)
-            client = Client(
-                transport,
-                read_timeout_seconds=self._startup_timeout_s,
-                client_info=types.Implementation(name="agent-runner", version="1"),
-            )
-            yield await stack.enter_async_context(client)
+        """The connected client; a stdio server is spoken to in the handshake era first.
 
-    async def _transport(self, stack: AsyncExitStack) -> Any:
-        cfg = self.config
-        if cfg.type == "stdio":
-            assert cfg.cmd is not None  # ExtensionConfig validates it for enabled servers
+        In the 2026 era every request carries the client's info and capabilities and the server
+        answers each one on a fresh per-request connection, about 0.2 ms a call; a stdio
+        connection, which lives exactly as long as its server process, gains nothing from that.
+        A server that refuses the handshake is started again and reached in the 2026 era.
+        """
+        async with AsyncExitStack() as stack:
+            if self.config.type != "stdio":
+                yield await self._connect(stack, await self._remote_transport(stack), "auto")
+                return
             self.stderr_path.parent.mkdir(parents=True, exist_ok=True)
             errlog: TextIO = stack.enter_context(
                 self.stderr_path.open("a", encoding="utf-8", errors="replace")
             )
-            params = StdioServerParameters(
-                command=cfg.cmd,
-                args=list(cfg.args),
-                env=server_env(self._base_env, cfg.envs),
-                cwd=self._workdir,
-            )
-            return stdio_transport(params, errlog)
+            try:
+                client = await self._connect(stack, self._stdio_transport(errlog), "legacy")
+            except Exception as exc:
+                if not _refused(exc):
+                    raise
+                # A 2026-only server; the refused attempt has already stopped its process.
+                client = await self._connect(stack, self._stdio_transport(errlog), "auto")
+            yield client
+
+    async def _connect(self, stack: AsyncExitStack, transport: Any, mode: str) -> Client:
+        client = Client(
+            transport,
+            mode=mode,
+            read_timeout_seconds=self._startup_timeout_s,
+            client_info=types.Implementation(name="agent-runner", version="1"),
+        )
+        return await stack.enter_async_context(client)
+
+    def _stdio_transport(self, errlog: TextIO) -> Any:
+        cfg = self.config
+        assert cfg.cmd is not None  # ExtensionConfig validates it for enabled servers
+        params = StdioServerParameters(
+            command=cfg.cmd,
+            args=list(cfg.args),
+            env=server_env(self._base_env, cfg.envs),
+            cwd=self._workdir,
+        )
+        return stdio_transport(params, errlog)
+
+    async def _remote_transport(self, stack: AsyncExitStack) -> Any:
+        cfg = self.config
         assert cfg.uri is not None
         if cfg.type == "sse":
             return sse_client(cfg.uri, headers=dict(cfg.headers) or None)
@@ -238,6 +262,13 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, FileNotFoundError):
         return f"command not found: {exc.filename or text}"
     return f"{type(exc).__name__}: {text}" if not isinstance(exc, StartFailure) else text
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether the server answered the handshake with an error, and nothing else went wrong."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_refused(inner) for inner in exc.exceptions)
+    return isinstance(exc, MCPError) and exc.code not in _LOCAL_ERRORS
 
 
 def _really_cancelled() -> bool:
