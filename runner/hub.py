@@ -236,6 +236,8 @@ class McpHub:
 
     async def _usable(self, conn: _Server) -> _Server | ToolResult:
         """The live connection for a server, restarting a dead one within the restart budget."""
+        if conn.alive:  # nearly every call: no lock to take, no extra pass of the event loop
+            return conn
         lock = self._locks.setdefault(conn.name, anyio.Lock())
         async with lock:
             current = self._current(conn.name)
