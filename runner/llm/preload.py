@@ -7,6 +7,7 @@ them; built here, the client is ready by the time the first request needs it.
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
@@ -40,6 +41,10 @@ class Preload(Generic[T]):
         if not self._done:
             self._thread.join()
             self._done = True
+            # What the SDK import built lives as long as the process: the collector need not walk
+            # it again (the session froze what existed before the loop, while this may still have
+            # been importing; without it, the first turn pays a full collection of the SDK).
+            gc.freeze()
         if self._error is not None:
             raise self._error
         return self._value  # type: ignore[return-value]
