@@ -424,8 +424,11 @@ def _first_problem(value: Any, branch: Any, root: Mapping[str, Any]) -> str | No
 
 
 def _validate(arguments: dict[str, Any], root: Mapping[str, Any]) -> list[str]:
-    if _plainly_valid(arguments, root):
-        return []
+    return [] if _plainly_valid(arguments, root) else _schema_problems(arguments, root)
+
+
+def _schema_problems(arguments: dict[str, Any], root: Mapping[str, Any]) -> list[str]:
+    """What jsonschema finds wrong; nothing when the schema itself is broken."""
     entry = _checked(root)
     try:
         errors = list(entry.validator.iter_errors(arguments))
