@@ -268,8 +268,7 @@ def _one_of(text: str, options: list[Any]) -> Any:
         parsed = None
     else:
         for option in options:
-            # bool is an int in Python; JSON keeps true and 1 apart.
-            if type(option) is type(parsed) and option == parsed:
+            if _same(parsed, option):
                 return parsed
     shown = ", ".join(_show(option) for option in options)
     raise _Mismatch(f"expected one of: {shown}; got {_snip(text)}")
@@ -296,10 +295,13 @@ _PLAIN_TYPES: dict[str, Callable[[Any], bool]] = {
 }
 
 
+_ROOT_KEYWORDS = _ANNOTATIONS | {"type", "properties", "required", "additionalProperties"}
+
+
 def _plainly_valid(arguments: Mapping[str, Any], root: Mapping[str, Any]) -> bool:
     """True only when `arguments` certainly fit `root`: an object of named properties, each of
     them a plain node (see `_plainly_fits`). False means "ask jsonschema", not "invalid"."""
-    if any(key not in _ANNOTATIONS | _OBJECT_KEYWORDS for key in root):
+    if any(key not in _ROOT_KEYWORDS for key in root):
         return False
     properties, required = root.get("properties", {}), root.get("required", [])
     extra = root.get("additionalProperties", True)
@@ -315,9 +317,6 @@ def _plainly_valid(arguments: Mapping[str, Any], root: Mapping[str, Any]) -> boo
         if not fits:
             return False
     return True
-
-
-_OBJECT_KEYWORDS = frozenset({"type", "properties", "required", "additionalProperties"})
 
 
 def _plainly_fits(value: Any, node: Any) -> bool:
@@ -351,8 +350,8 @@ def _never(value: Any) -> bool:
 
 
 def _same(value: Any, option: Any) -> bool:
-    # JSON keeps true and 1 apart; Python's == does not.
-    return type(value) is type(option) and value == option and not isinstance(value, float)
+    """Equal as JSON values: bool is an int in Python, but JSON keeps true and 1 apart."""
+    return type(value) is type(option) and value == option
 
 
 def _jsonschema() -> ModuleType:
