@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.fake_latency import DONE, TOOL_CALL
-from runner.compaction import SUMMARY_PROMPT, Compactor
 from runner.llm.base import Message, Reply, RetryEvent, Usage
-from runner.log_writer import SessionLogWriter
-from runner.loop import Budget, LimitExceeded, run_loop
 from runner.redact import Redactor
-from runner.toolspec import ToolResult, ToolSpec
+from runner.run.budget import Budget, LimitExceeded
+from runner.run.compaction import SUMMARY_PROMPT, Compactor
+from runner.run.loop import run_loop
+from runner.sessionlog.writer import SessionLogWriter
+from runner.toolcall.spec import ToolResult, ToolSpec
 
 __all__ = ["measure_log_cost"]
 

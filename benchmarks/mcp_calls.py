@@ -51,7 +51,7 @@ async def _bare(root: Path, calls: int) -> list[float]:
 
 
 async def _hub(root: Path, calls: int) -> list[float]:
-    from runner.extension import ExtensionConfig
+    from runner.mcp.extension import ExtensionConfig
 
     return await _hub_calls(
         root, calls, ExtensionConfig(name="workspace", cmd=sys.executable, args=_server_args(root))
@@ -59,13 +59,13 @@ async def _hub(root: Path, calls: int) -> list[float]:
 
 
 async def _local(root: Path, calls: int) -> list[float]:
-    from runner.hub import workspace_extension
+    from runner.mcp.hub import workspace_extension
 
     return await _hub_calls(root, calls, workspace_extension(root))
 
 
 async def _hub_calls(root: Path, calls: int, extension: Any) -> list[float]:
-    from runner.hub import McpHub
+    from runner.mcp.hub import McpHub
     from runner.settings import environ
 
     times = []

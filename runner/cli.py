@@ -279,7 +279,7 @@ def parse_params(pairs: Sequence[str]) -> dict[str, str]:
 
 
 def _settings_and_options(args: argparse.Namespace) -> tuple[Any, Any]:
-    from runner.app import RunOptions
+    from runner.run import RunOptions
     from runner.settings import load_settings
 
     overrides = {
@@ -301,7 +301,7 @@ def _settings_and_options(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from runner.app import run_tasks
+    from runner.run import run_tasks
 
     settings, options = _settings_and_options(args)
     return run_tasks(
@@ -315,39 +315,39 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _resume(args: argparse.Namespace) -> int:
-    from runner.resume import resume_sessions
+    from runner.run import resume_sessions
 
     settings, options = _settings_and_options(args)
     return resume_sessions(args.paths, args, settings, options)
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from runner.commands import validate
+    from runner.run import validate
 
     return validate(args.paths, parse_params(args.param), args.config)
 
 
 def _prompt(args: argparse.Namespace) -> int:
-    from runner.commands import print_prompt
+    from runner.run import print_prompt
 
     return print_prompt(args.task, args.name, parse_params(args.param), args.config)
 
 
 def _mcp_workspace(args: argparse.Namespace) -> int:
-    from runner.workspace import serve
+    from runner.workspace.server import serve
 
     return serve(args.root, args.output_dir)
 
 
 def _log_show(args: argparse.Namespace) -> int:
-    from runner.logview import show_text
+    from runner.sessionlog import show_text
 
     sys.stdout.write(show_text(args.log, verbose=args.verbose))
     return ExitCode.OK
 
 
 def _log_export(args: argparse.Namespace) -> int:
-    from runner.logview import export_json, export_markdown
+    from runner.sessionlog import export_json, export_markdown
 
     text = export_json(args.log) if args.format == "json" else export_markdown(args.log)
     if args.output is None:
@@ -359,7 +359,7 @@ def _log_export(args: argparse.Namespace) -> int:
 
 def _report_merge(args: argparse.Namespace) -> int:
     from runner.report import merge_summaries
-    from runner.report_junit import merge_junit
+    from runner.report.junit import merge_junit
 
     merge_junit(args.inputs, args.output)
     if args.summary:

@@ -8,7 +8,7 @@ from pathlib import Path
 from runner.prompt.catalogue import catalogue_sections
 from runner.prompt.dynamic import HostFacts, dynamic_sections
 from runner.prompt.sections import Section, default_prompts_dir, load_sections
-from runner.toolspec import ToolSpec
+from runner.toolcall import ToolSpec
 
 __all__ = ["build_sections"]
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from runner.prompt.sections import Section
-from runner.toolspec import ATTEMPT_COMPLETION, ToolSpec
+from runner.toolcall import ATTEMPT_COMPLETION, ToolSpec
 
 __all__ = ["catalogue_sections", "describe_type", "example_value"]
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from runner.files import list_tree
 from runner.prompt.sections import Section
+from runner.workspace import list_tree
 
 __all__ = ["HostFacts", "dynamic_sections", "host_facts"]
 

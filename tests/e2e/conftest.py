@@ -24,7 +24,7 @@ import jsonschema
 import pytest
 import yaml
 
-from runner.log import SessionRecord, find_sessions, read_session
+from runner.sessionlog import SessionRecord, find_sessions, read_session
 from tests.fakes.model_server import FakeModelServer, Step, reply
 
 REPO = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from runner.log import find_sessions, read_session
+from runner.sessionlog import find_sessions, read_session
 from tests.e2e.conftest import REPO, clean_env
 
 DEMO_ARGS = ["--model", "replay:examples/sessions/hello.jsonl", "--out"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.log import SessionRecord, find_sessions, read_session
+from runner.sessionlog import SessionRecord, find_sessions, read_session
 from tests.e2e.conftest import (
     Done,
     Scenario,

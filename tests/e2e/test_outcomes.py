@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.toolcall import REMINDER
+from runner.toolcall.reply import REMINDER
 from tests.e2e.conftest import (
     NO_WORKSPACE,
     Done,

@@ -27,7 +27,7 @@ FAULT_SERVER = Path(__file__).resolve().parent / "mcp_fault_server.py"
 
 
 def sdk_server_yaml(*options: str, **fields: Any) -> dict[str, Any]:
-    """The `extensions:` entry of the SDK test server over stdio (tests/hub's `sdk_server`)."""
+    """The `extensions:` entry of the SDK test server over stdio (tests/mcp's `sdk_server`)."""
     return {"cmd": sys.executable, "args": [str(SCRIPT), *options], **fields}
 
 

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runner.errors import ExitCode, RunnerError
-from runner.task import load_tasks
+from runner.task.loader import load_tasks
 from tests.e2e.conftest import (
     API_KEY,
     NO_WORKSPACE,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from runner.hub_render import MAX_RESULT_CHARS
+from runner.mcp.render import MAX_RESULT_CHARS
 from tests.e2e.conftest import (
     Done,
     Scenario,

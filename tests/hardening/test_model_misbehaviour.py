@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.log import read_session
-from runner.toolcall import REMINDER
+from runner.sessionlog import read_session
+from runner.toolcall.reply import REMINDER
 from tests.e2e.conftest import (
     NO_WORKSPACE,
     Done,

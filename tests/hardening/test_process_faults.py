@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.log import find_sessions, read_session
+from runner.sessionlog import find_sessions, read_session
 from tests.e2e.conftest import (
     NO_WORKSPACE,
     Done,

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from runner.prompt.catalogue import catalogue_sections, describe_type, example_value
-from runner.toolspec import ToolSpec
+from runner.toolcall.spec import ToolSpec
 
 SCHEMA = {
     "type": "object",

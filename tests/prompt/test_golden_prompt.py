@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from runner.prompt import HostFacts, build_sections, render_sections
-from runner.toolspec import ToolSpec
+from runner.toolcall.spec import ToolSpec
 
 GOLDEN = Path(__file__).parent / "golden" / "system-prompt.md"
 FACTS = HostFacts(

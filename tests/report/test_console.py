@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from runner.errors import ExitCode
-from runner.report_console import final_table, task_finished_line, task_started_line
+from runner.report.console import final_table, task_finished_line, task_started_line
 from tests.report.samples import REDACTOR, SECRET, mixed_outcomes, outcome, summary_of
 
 

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from runner.errors import ExitCode
-from runner.report_github import (
+from runner.report.github import (
     STEP_SUMMARY_LIMIT,
     GitHubActions,
     add_mask_lines,

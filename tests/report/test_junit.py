@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from runner.errors import ExitCode
-from runner.report_junit import write_junit
+from runner.report.junit import write_junit
 from tests.report.samples import (
     REDACTOR,
     SECRET,

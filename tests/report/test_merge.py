@@ -10,8 +10,8 @@ import pytest
 
 from runner.errors import ConfigError, ExitCode
 from runner.outcome import Status
-from runner.report import merge_summaries, write_summary_json
-from runner.report_junit import merge_junit, write_junit
+from runner.report.junit import merge_junit, write_junit
+from runner.report.summary import merge_summaries, write_summary_json
 from tests.report.samples import (
     REDACTOR,
     mixed_outcomes,

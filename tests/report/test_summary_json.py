@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from runner.errors import ExitCode
-from runner.report import exit_code_of, summary_json, summary_text, write_summary_json
+from runner.report.summary import exit_code_of, summary_json, summary_text, write_summary_json
 from tests.report.samples import REDACTOR, SECRET, mixed_outcomes, outcome, summary_of
 
 

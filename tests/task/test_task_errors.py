@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from runner.errors import TaskFileError
-from runner.task import load_tasks
+from runner.task.loader import load_tasks
 
 
 def write(tmp_path: Path, text: str, name: str = "task.yaml") -> Path:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from runner.workspace_exec import Commands
-from runner.workspace_files import Files
-from runner.workspace_paths import Confinement
+from runner.workspace.commands import Commands
+from runner.workspace.files import Files
+from runner.workspace.paths import Confinement
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from runner.workspace_exec import MAX_OUTPUT_CHARS, MAX_SEARCH_MATCHES, Commands, blocked_reason
-from runner.workspace_paths import WorkspaceError
+from runner.workspace.commands import MAX_OUTPUT_CHARS, MAX_SEARCH_MATCHES, Commands, blocked_reason
+from runner.workspace.paths import WorkspaceError
 
 
 @pytest.mark.parametrize(

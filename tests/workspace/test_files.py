@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.workspace_files import MAX_LIST_ENTRIES, MAX_READ_LINES, Files, parse_blocks
-from runner.workspace_paths import WorkspaceError
+from runner.workspace.files import MAX_LIST_ENTRIES, MAX_READ_LINES, Files, parse_blocks
+from runner.workspace.paths import WorkspaceError
 
 
 def write(root: Path, name: str, text: str) -> Path:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.workspace_files import Files
-from runner.workspace_paths import Confinement, WorkspaceError
+from runner.workspace.files import Files
+from runner.workspace.paths import Confinement, WorkspaceError
 
 
 def test_relative_path_inside_the_root_resolves(paths: Confinement, root: Path) -> None:

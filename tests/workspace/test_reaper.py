@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.reaper import Reaper, shared_reaper
+from runner.workspace.reaper import Reaper, shared_reaper
 
 REPO = Path(__file__).resolve().parents[2]
 DEADLINE = 10.0
@@ -26,7 +26,7 @@ DEADLINE = 10.0
 # Each line on stdin is one call; each reply is the reaper's pid after it ("None" if none runs).
 RUNNER = """\
 import signal, sys
-from runner.reaper import Reaper
+from runner.workspace.reaper import Reaper
 signal.signal(signal.SIGINT, lambda *_: print("interrupted", flush=True))
 reaper = Reaper()
 for line in sys.stdin:

@@ -1,0 +1,28 @@
+"""MCP servers (DESIGN sections 3 and 5): the extension format, and the hub that starts a task's
+servers, lists their tools under the task's policy and routes calls to them.
+
+`McpHub` serves the built-in workspace in-process (`runner.mcp.local`) and reaches every other
+server over stdio, SSE or streamable HTTP (`runner.mcp.connection`, imported only when such a
+server is configured: it is the one place the MCP SDK is imported). Importing this face imports
+no SDK, so task loading and `validate` stay light.
+"""
+
+from __future__ import annotations
+
+from runner.mcp.extension import WORKSPACE, ExtensionConfig, ToolPolicy, overlay
+from runner.mcp.hub import McpHub
+from runner.mcp.launch import builtin_workspace_root, server_env, workspace_extension
+from runner.mcp.render import HubEvent, policy_allows
+
+__all__ = [
+    "WORKSPACE",
+    "ExtensionConfig",
+    "HubEvent",
+    "McpHub",
+    "ToolPolicy",
+    "builtin_workspace_root",
+    "overlay",
+    "policy_allows",
+    "server_env",
+    "workspace_extension",
+]

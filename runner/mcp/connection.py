@@ -1,0 +1,284 @@
+"""One live connection to one MCP server, owned by its own background task.
+
+The SDK's client context (transport task groups, the stdio process) lives in an owner task that the
+hub's task group runs, never in the caller's task: a transport that dies cancels only its owner,
+not the agent loop that happened to be waiting on a call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+import mcp_types as types
+from anyio.abc import TaskGroup, TaskStatus
+from mcp.client import Client
+from mcp.client.sse import sse_client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
+
+from runner.mcp.extension import ExtensionConfig
+from runner.mcp.launch import server_env
+from runner.mcp.render import ConnectionLost, EventSink, HubEvent, StartFailure, timeout_text
+from runner.mcp.results import CONNECTION_CLOSED, REQUEST_TIMEOUT, render_error, render_result
+from runner.mcp.stdio import stdio_transport
+from runner.toolcall import ToolResult, ToolSpec
+
+__all__ = ["Connection"]
+
+_MAX_TOOL_PAGES = 100
+_GRACE_S = 5.0
+"""Extra time past a call's timeout before the hub gives up on the SDK's own timeout firing."""
+_LOCAL_ERRORS = (CONNECTION_CLOSED, REQUEST_TIMEOUT)
+"""Codes the client makes up itself; any other error answering the handshake is the server's."""
+
+
+class Connection:
+    """A server's client session, its tools, and whether it is still usable."""
+
+    def __init__(
+        self,
+        config: ExtensionConfig,
+        *,
+        workdir: Path,
+        stderr_path: Path,
+        base_env: Mapping[str, str],
+        startup_timeout_s: float,
+    ) -> None:
+        self.config = config
+        self.stderr_path = stderr_path
+        self._workdir = workdir
+        self._base_env = base_env
+        self._startup_timeout_s = startup_timeout_s
+        self.client: Client | None = None
+        self.tools: list[types.Tool] = []
+        self._closing = anyio.Event()
+        self._done = anyio.Event()
+
+    @property
+    def name(self) -> str:
+        """The server's name."""
+        return self.config.name
+
+    @property
+    def alive(self) -> bool:
+        """False once the owner task ended or a call saw the connection close."""
+        return self.client is not None
+
+    def fresh(self) -> Connection:
+        """A new, unstarted connection to the same server, for a restart."""
+        return Connection(
+            self.config,
+            workdir=self._workdir,
+            stderr_path=self.stderr_path,
+            base_env=self._base_env,
+            startup_timeout_s=self._startup_timeout_s,
+        )
+
+    def mark_dead(self) -> None:
+        """Stop using this connection; its owner task is told to shut it down."""
+        self.client = None
+        self._closing.set()
+
+    async def start(self, group: TaskGroup) -> None:
+        """Start the owner task in `group` and return once the tools are listed.
+
+        Raises:
+            StartFailure: the server did not start, connect or list its tools in time.
+        """
+        try:
+            await group.start(self._own)
+        except StartFailure:
+            raise
+        except Exception as exc:
+            raise StartFailure(f"{_describe(exc)}") from exc
+
+    async def close(self) -> None:
+        """Shut the connection down and wait until its process (if any) is gone."""
+        self.mark_dead()
+        await self._done.wait()
+
+    async def call(
+        self, spec: ToolSpec, arguments: dict[str, Any], *, timeout_s: float, on_event: EventSink
+    ) -> ToolResult:
+        """Call a tool; every failure is an error result, but a lost server raises.
+
+        Raises:
+            ConnectionLost: the server crashed, exited or became unreachable.
+        """
+        client = self.client
+        if client is None:
+            raise ConnectionLost(self.name)
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            text = f"{spec.name}: {message or ''} ({progress:g}{f'/{total:g}' if total else ''})"
+            on_event(
+                HubEvent(
+                    "progress", self.name, text, tool=spec.name, progress=progress, total=total
+                )
+            )
+
+        try:
+            with anyio.move_on_after(timeout_s + _GRACE_S) as scope:
+                result = await client.call_tool(
+                    spec.call_name,
+                    arguments,
+                    read_timeout_seconds=timeout_s,
+                    progress_callback=on_progress,
+                )
+                return render_result(result)
+        except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                raise ConnectionLost(self.name) from exc
+            return ToolResult(
+                render_error(exc, tool=spec.name, server=self.name, timeout_s=timeout_s), True
+            )
+        except anyio.get_cancelled_exc_class():
+            if _really_cancelled():
+                raise
+            raise ConnectionLost(self.name) from None
+        except (ValidationError, RuntimeError, OSError, anyio.BrokenResourceError) as exc:
+            return self._failed(spec, exc)
+        except Exception as exc:  # a transport or SDK failure must not end the task
+            self.mark_dead()
+            return self._failed(spec, exc)
+        assert scope.cancelled_caught
+        return ToolResult(timeout_text(tool=spec.name, server=self.name, timeout_s=timeout_s), True)
+
+    def _failed(self, spec: ToolSpec, exc: Exception) -> ToolResult:
+        return ToolResult(
+            f"Error: calling {spec.name!r} on MCP server {self.name!r} failed: "
+            f"{type(exc).__name__}: {exc}",
+            True,
+        )
+
+    async def _own(self, *, task_status: TaskStatus[None]) -> None:
+        started = False
+        deadline = anyio.current_time() + self._startup_timeout_s
+        try:
+            with anyio.CancelScope(deadline=deadline) as scope:
+                async with self._client() as client:
+                    self.tools = await _list_tools(client)
+                    scope.deadline = math.inf
+                    self.client = client
+                    started = True
+                    task_status.started()
+                    await self._closing.wait()
+            if not started:
+                raise StartFailure(
+                    f"did not start and list its tools within {self._startup_timeout_s:g} s"
+                )
+        except Exception:
+            if not started:
+                raise
+            # A transport that failed after startup: the calls see the closed connection.
+        finally:
+            self.client = None
+            self._done.set()
+
+    @asynccontextmanager
+    async def _client(self) -> AsyncIterator[Client]:
+        """The connected client; a stdio server is spoken to in the handshake era first.
+
+        In the 2026 era every request carries the client's info and capabilities and the server
+        answers each one on a fresh per-request connection, about 0.2 ms a call; a stdio
+        connection, which lives exactly as long as its server process, gains nothing from that.
+        A server that refuses the handshake is started again and reached in the 2026 era.
+        """
+        async with AsyncExitStack() as stack:
+            if self.config.type != "stdio":
+                yield await self._connect(stack, await self._remote_transport(stack), "auto")
+                return
+            self.stderr_path.parent.mkdir(parents=True, exist_ok=True)
+            errlog: TextIO = stack.enter_context(
+                self.stderr_path.open("a", encoding="utf-8", errors="replace")
+            )
+            try:
+                client = await self._connect(stack, self._stdio_transport(errlog), "legacy")
+            except Exception as exc:
+                if not _refused(exc):
+                    raise
+                # A 2026-only server; the refused attempt has already stopped its process.
+                client = await self._connect(stack, self._stdio_transport(errlog), "auto")
+            yield client
+
+    async def _connect(self, stack: AsyncExitStack, transport: Any, mode: str) -> Client:
+        client = Client(
+            transport,
+            mode=mode,
+            read_timeout_seconds=self._startup_timeout_s,
+            client_info=types.Implementation(name="agent-runner", version="1"),
+        )
+        return await stack.enter_async_context(client)
+
+    def _stdio_transport(self, errlog: TextIO) -> Any:
+        cfg = self.config
+        assert cfg.cmd is not None  # ExtensionConfig validates it for enabled servers
+        params = StdioServerParameters(
+            command=cfg.cmd,
+            args=list(cfg.args),
+            env=server_env(self._base_env, cfg.envs),
+            cwd=self._workdir,
+        )
+        return stdio_transport(params, errlog)
+
+    async def _remote_transport(self, stack: AsyncExitStack) -> Any:
+        cfg = self.config
+        assert cfg.uri is not None
+        if cfg.type == "sse":
+            return sse_client(cfg.uri, headers=dict(cfg.headers) or None)
+        http = await stack.enter_async_context(
+            create_mcp_http_client(headers=dict(cfg.headers) or None)
+        )
+        return streamable_http_client(cfg.uri, http_client=http)
+
+
+async def _list_tools(client: Client) -> list[types.Tool]:
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    for _ in range(_MAX_TOOL_PAGES):
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return tools
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_describe(inner) for inner in exc.exceptions)
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
+        return "the server closed the connection before it finished starting (did it exit?)"
+    if isinstance(exc, FileNotFoundError):
+        return f"command not found: {exc.filename or text}"
+    return f"{type(exc).__name__}: {text}" if not isinstance(exc, StartFailure) else text
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether the server answered the handshake with an error, and nothing else went wrong."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_refused(inner) for inner in exc.exceptions)
+    return isinstance(exc, MCPError) and exc.code not in _LOCAL_ERRORS
+
+
+def _really_cancelled() -> bool:
+    """Whether the current task was asked to stop, as opposed to a stray CancelledError.
+
+    A transport whose task group dies can leak `CancelledError` into a waiting call without anyone
+    cancelling the caller; then asyncio's `cancelling()` count is zero.
+    """
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        return True
+    return task is None or task.cancelling() > 0

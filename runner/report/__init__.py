@@ -1,0 +1,49 @@
+"""Reports (DESIGN section 9): the JSON run summary and exit code, console lines, and GitHub
+Actions output (step summary, annotations, groups, outputs, masks).
+
+JUnit XML lives in `runner.report.junit`, outside this face: it imports junit_xml and
+ElementTree, which a run needs only once its tasks have finished. Nothing here reads the
+environment; callers pass it in.
+"""
+
+from __future__ import annotations
+
+from runner.report.console import final_table, task_finished_line, task_started_line
+from runner.report.github import (
+    GitHubActions,
+    add_mask_lines,
+    error_annotation,
+    group_end,
+    group_start,
+    write_outputs,
+    write_step_summary,
+)
+from runner.report.summary import (
+    EXIT_CODE_MEANINGS,
+    SUMMARY_VERSION,
+    exit_code_of,
+    merge_summaries,
+    summary_json,
+    summary_text,
+    write_summary_json,
+)
+
+__all__ = [
+    "EXIT_CODE_MEANINGS",
+    "SUMMARY_VERSION",
+    "GitHubActions",
+    "add_mask_lines",
+    "error_annotation",
+    "exit_code_of",
+    "final_table",
+    "group_end",
+    "group_start",
+    "merge_summaries",
+    "summary_json",
+    "summary_text",
+    "task_finished_line",
+    "task_started_line",
+    "write_outputs",
+    "write_step_summary",
+    "write_summary_json",
+]

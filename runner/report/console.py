@@ -1,0 +1,120 @@
+"""Console lines: one as each task starts and ends, and a final table (DESIGN section 9).
+
+Plain text by default, since CI logs are where these are read; ANSI colour only when the caller
+asks for it (`color=True`, decided from the terminal by the caller).
+"""
+
+from __future__ import annotations
+
+from runner.outcome import RunSummary, Status, TaskOutcome
+from runner.redact import Redactor
+from runner.report.summary import (
+    EXIT_CODE_MEANINGS,
+    format_cost,
+    format_duration,
+    format_tokens,
+    one_line,
+)
+
+__all__ = ["STATUS_LABELS", "final_table", "task_finished_line", "task_started_line"]
+
+STATUS_LABELS: dict[Status, str] = {
+    "passed": "PASS",
+    "failed": "FAIL",
+    "budget_exceeded": "BUDGET",
+    "error": "ERROR",
+    "interrupted": "INTERRUPTED",
+}
+"""The word a console line starts with, per status."""
+
+_COLORS: dict[Status, str] = {
+    "passed": "32",
+    "failed": "31",
+    "budget_exceeded": "33",
+    "error": "35",
+    "interrupted": "33",
+}
+_LABEL_WIDTH = max(len(label) for label in STATUS_LABELS.values())
+_REASON_LIMIT = 160
+
+
+def _paint(text: str, status: Status, color: bool) -> str:
+    return f"\x1b[{_COLORS[status]}m{text}\x1b[0m" if color else text
+
+
+def task_started_line(name: str, model: str, *, redactor: Redactor) -> str:
+    """`START       NAME  (MODEL)`."""
+    line = f"{'START':<{_LABEL_WIDTH}}  {name}"
+    if model:
+        line += f"  ({model})"
+    return redactor.text(line)
+
+
+def task_finished_line(outcome: TaskOutcome, *, redactor: Redactor, color: bool = False) -> str:
+    """One line: status, name, turns, tokens, cost, time, and for a task that did not pass, its
+    kind and reason."""
+    totals = outcome.totals
+    label = STATUS_LABELS[outcome.status]
+    facts = (
+        f"turns={totals.turns} tokens={format_tokens(totals.tokens)} "
+        f"cost={format_cost(totals.cost_usd)} time={format_duration(totals.duration_s)}"
+    )
+    line = f"{outcome.name}  {facts}"
+    if outcome.status != "passed":
+        why = one_line(redactor.text(outcome.reason), _REASON_LIMIT)
+        cause = f"({outcome.kind}) " if outcome.kind else ""
+        if cause or why:
+            line += f"  {cause}{why}".rstrip()
+    # Redact before colouring, so an escape code never splits a secret and hides it.
+    line = redactor.text(line)
+    return f"{_paint(f'{label:<{_LABEL_WIDTH}}', outcome.status, color)}  {line}"
+
+
+def final_table(summary: RunSummary, *, redactor: Redactor, color: bool = False) -> str:
+    """An aligned text table: a row per task and a totals row, then the exit code's meaning."""
+    header = ("task", "status", "turns", "tokens", "cost", "time")
+    rows: list[tuple[str, ...]] = [
+        (
+            redactor.text(o.name),
+            o.status,
+            str(o.totals.turns),
+            format_tokens(o.totals.tokens),
+            format_cost(o.totals.cost_usd),
+            format_duration(o.totals.duration_s),
+        )
+        for o in summary.outcomes
+    ]
+    totals = summary.totals
+    total_row = (
+        f"total ({len(summary.outcomes)})",
+        f"{summary.passed} passed, {summary.failed} not",
+        str(totals.turns),
+        format_tokens(totals.tokens),
+        format_cost(totals.cost_usd),
+        format_duration(totals.duration_s),
+    )
+    widths = [max(len(row[i]) for row in (header, *rows, total_row)) for i in range(len(header))]
+    right = {2, 3, 4, 5}
+
+    def render(row: tuple[str, ...]) -> str:
+        cells = [
+            cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])
+            for i, cell in enumerate(row)
+        ]
+        return "  ".join(cells).rstrip()
+
+    lines = [render(header), "  ".join("-" * w for w in widths)]
+    for outcome, row in zip(summary.outcomes, rows, strict=True):
+        line = render(row)
+        if color:
+            # Pad first, then colour only the status cell, so the columns stay aligned.
+            start = widths[0] + 2
+            status_cell = line[start : start + widths[1]]
+            painted = _paint(status_cell, outcome.status, color)
+            line = line[:start] + painted + line[start + widths[1] :]
+        lines.append(line)
+    lines.append("  ".join("-" * w for w in widths))
+    lines.append(render(total_row))
+    code = summary.exit_code
+    lines.append(f"exit code {int(code)}: {EXIT_CODE_MEANINGS.get(code, 'unknown')}")
+    return "\n".join(lines) + "\n"

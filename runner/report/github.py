@@ -1,0 +1,226 @@
+"""GitHub Actions reports: step summary, annotations, log groups, outputs, masks (DESIGN 9, 7b).
+
+Workflow commands are lines on stdout; this module only builds them (and writes the two files
+GitHub names in the environment). The caller passes the environment in, so nothing here reads
+`os.environ`.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from secrets import token_hex
+
+from runner.outcome import RunSummary, Status, TaskOutcome
+from runner.redact import Redactor
+from runner.report.summary import (
+    EXIT_CODE_MEANINGS,
+    display_path,
+    format_cost,
+    format_duration,
+    format_tokens,
+    one_line,
+)
+
+__all__ = [
+    "STEP_SUMMARY_LIMIT",
+    "GitHubActions",
+    "add_mask_lines",
+    "error_annotation",
+    "escape_data",
+    "escape_property",
+    "group_end",
+    "group_start",
+    "step_summary_markdown",
+    "write_outputs",
+    "write_step_summary",
+]
+
+STEP_SUMMARY_LIMIT = 1024 * 1024
+"""GitHub refuses a step summary over 1 MiB, and then shows none of it."""
+
+_MIN_MASK_LENGTH = 4
+"""As in the Redactor: masking shorter values would star out ordinary words across the log."""
+_REASON_CELL_LIMIT = 200
+_ICONS: dict[Status, str] = {
+    "passed": "✅",
+    "failed": "❌",
+    "budget_exceeded": "⏱️",
+    "error": "💥",
+    "interrupted": "⏹️",
+}
+# Rows that did not pass come first, so a cut table still shows every problem it can.
+_ORDER: dict[Status, int] = {
+    "error": 0,
+    "failed": 1,
+    "budget_exceeded": 2,
+    "interrupted": 3,
+    "passed": 4,
+}
+
+
+@dataclass(frozen=True)
+class GitHubActions:
+    """What the runner needs from a GitHub Actions environment."""
+
+    step_summary: Path | None
+    """`$GITHUB_STEP_SUMMARY`: markdown appended here is shown on the run's page."""
+    output: Path | None
+    """`$GITHUB_OUTPUT`: `name=value` lines appended here become step outputs."""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> GitHubActions | None:
+        """The GitHub Actions context, or None when not running there (`GITHUB_ACTIONS` unset)."""
+        if env.get("GITHUB_ACTIONS", "").lower() != "true":
+            return None
+        summary = env.get("GITHUB_STEP_SUMMARY", "")
+        output = env.get("GITHUB_OUTPUT", "")
+        return cls(
+            step_summary=Path(summary) if summary else None,
+            output=Path(output) if output else None,
+        )
+
+
+def escape_data(value: str) -> str:
+    """Escape a workflow command's message (`%`, CR, LF), as the Actions toolkit does."""
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(value: str) -> str:
+    """Escape a workflow command's property value: as data, plus `:` and `,`."""
+    return escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def error_annotation(outcome: TaskOutcome, *, redactor: Redactor) -> str:
+    """An `::error` line pointing at the task's file, or "" for a task that passed."""
+    if outcome.status == "passed":
+        return ""
+    status = outcome.status.replace("_", " ")
+    cause = f" ({outcome.kind})" if outcome.kind else ""
+    title = redactor.text(f"{outcome.name}: {status}{cause}")
+    message = redactor.text(outcome.reason or f"task {status}")
+    file = redactor.text(display_path(outcome.task_file))
+    return (
+        f"::error file={escape_property(file)},title={escape_property(title)}"
+        f"::{escape_data(message)}"
+    )
+
+
+def group_start(title: str) -> str:
+    """Opens a collapsible group in the log; every line until `group_end()` goes in it."""
+    return f"::group::{escape_data(title)}"
+
+
+def group_end() -> str:
+    """Closes the group `group_start` opened."""
+    return "::endgroup::"
+
+
+def add_mask_lines(secrets: Iterable[str]) -> list[str]:
+    """`::add-mask::` lines for the secret values; one per line of a multi-line secret, because
+    GitHub masks line by line."""
+    lines: list[str] = []
+    for secret in secrets:
+        for part in secret.splitlines():
+            if len(part.strip()) >= _MIN_MASK_LENGTH:
+                lines.append(f"::add-mask::{escape_data(part)}")
+    return list(dict.fromkeys(lines))
+
+
+def _cell(text: str, limit: int = _REASON_CELL_LIMIT) -> str:
+    # One line, no HTML, no `|`: the text must stay inside its table cell.
+    return html.escape(one_line(text, limit), quote=False).replace("|", "\\|")
+
+
+def _row(outcome: TaskOutcome, redactor: Redactor) -> str:
+    totals = outcome.totals
+    status = f"{_ICONS[outcome.status]} {outcome.status.replace('_', ' ')}"
+    if outcome.kind:
+        status += f" ({_cell(redactor.text(outcome.kind), 40)})"
+    reason = "" if outcome.status == "passed" else _cell(redactor.text(outcome.reason))
+    cells = (
+        _cell(redactor.text(outcome.name), 120),
+        status,
+        str(totals.turns),
+        format_tokens(totals.tokens),
+        format_cost(totals.cost_usd),
+        format_duration(totals.duration_s),
+        reason,
+    )
+    return "| " + " | ".join(cells) + " |\n"
+
+
+def step_summary_markdown(summary: RunSummary, redactor: Redactor, limit: int) -> str:
+    """The step summary's markdown, at most `limit` bytes in UTF-8: rows that would pass the
+    limit are left out, with a note saying how many and where to find them."""
+    totals = summary.totals
+    code = summary.exit_code
+    head = (
+        f"### agent-runner: {summary.passed} passed, {summary.failed} not passed\n\n"
+        f"Run `{_cell(redactor.text(summary.run_id), 80)}`, model "
+        f"`{_cell(redactor.text(summary.model), 80)}`, "
+        f"exit code {int(code)} ({EXIT_CODE_MEANINGS.get(code, 'unknown')}).\n\n"
+        "| Task | Status | Turns | Tokens | Cost | Time | Reason |\n"
+        "| --- | --- | ---: | ---: | ---: | ---: | --- |\n"
+    )
+    foot = (
+        f"| **Total ({len(summary.outcomes)})** | | {totals.turns} | "
+        f"{format_tokens(totals.tokens)} | {format_cost(totals.cost_usd)} | "
+        f"{format_duration(totals.duration_s)} | |\n"
+    )
+    ordered = sorted(summary.outcomes, key=lambda o: _ORDER[o.status])
+    # Room for the longest note this could need.
+    note_room = 200
+    used = len(head.encode()) + len(foot.encode()) + note_room
+    rows: list[str] = []
+    for outcome in ordered:
+        row = _row(outcome, redactor)
+        size = len(row.encode())
+        if used + size > limit:
+            break
+        rows.append(row)
+        used += size
+    text = head + "".join(rows) + foot
+    left_out = len(ordered) - len(rows)
+    if left_out:
+        text += (
+            f"\n{left_out} of {len(ordered)} tasks are not shown (GitHub's 1 MiB limit); "
+            "see summary.json and the JUnit report.\n"
+        )
+    return text + "\n"
+
+
+def write_step_summary(summary: RunSummary, path: Path, redactor: Redactor) -> None:
+    """Append the run's markdown table to `$GITHUB_STEP_SUMMARY`, keeping the file under 1 MiB
+    (earlier steps' content in the same file counts)."""
+    existing = path.stat().st_size if path.exists() else 0
+    room = STEP_SUMMARY_LIMIT - existing
+    text = step_summary_markdown(summary, redactor, room)
+    if len(text.encode()) > room:
+        return
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def _output_line(name: str, value: str) -> str:
+    if "\n" not in value and "\r" not in value:
+        return f"{name}={value}\n"
+    delimiter = f"ghadelimiter_{token_hex(16)}"
+    while delimiter in value:
+        delimiter = f"ghadelimiter_{token_hex(16)}"
+    return f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
+
+
+def write_outputs(summary: RunSummary, path: Path) -> None:
+    """Append the step outputs to `$GITHUB_OUTPUT`: passed, failed, cost, junit, out."""
+    values = {
+        "passed": str(summary.passed),
+        "failed": str(summary.failed),
+        "cost": f"{summary.totals.cost_usd:.4f}",
+        "junit": display_path(summary.junit_path) if summary.junit_path else "",
+        "out": display_path(summary.out_dir),
+    }
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write("".join(_output_line(name, value) for name, value in values.items()))

@@ -1,0 +1,183 @@
+"""JUnit XML: one report per run, and `report merge` for the reports of shards (DESIGN section 9).
+
+The report validates against `shared/junit/jenkins-junit-4.xsd` once the testcase `file`
+attribute is set aside: GitHub's JUnit reporters read `file`, though no schema allows it.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from junit_xml import TestCase, TestSuite, to_xml_report_string
+
+from runner.atomic import write_text_atomic
+from runner.errors import ConfigError
+from runner.outcome import RunSummary, TaskOutcome
+from runner.redact import Redactor
+from runner.report.summary import display_path, format_cost, one_line
+
+__all__ = ["junit_text", "merge_junit", "run_properties", "task_facts", "write_junit"]
+
+_MESSAGE_LIMIT = 500
+"""Characters of the reason kept in a failure's `message` attribute; the element's text has it
+whole."""
+
+
+def run_properties(summary: RunSummary) -> dict[str, str]:
+    """Run-level facts, as `<properties>` of every testsuite (no schema allows them on the root)."""
+    totals = summary.totals
+    return {
+        "runner_version": summary.runner_version,
+        "run_id": summary.run_id,
+        "model": summary.model,
+        "exit_code": str(int(summary.exit_code)),
+        "tasks": str(len(summary.outcomes)),
+        "passed": str(summary.passed),
+        "failed": str(summary.failed),
+        "turns": str(totals.turns),
+        "tokens": str(totals.tokens),
+        "input_tokens": str(totals.input_tokens),
+        "output_tokens": str(totals.output_tokens),
+        "cost_usd": f"{totals.cost_usd:.6f}",
+        "duration_s": f"{totals.duration_s:.3f}",
+    }
+
+
+def task_facts(outcome: TaskOutcome) -> list[str]:
+    """The task's facts as `key: value` lines, for system-out."""
+    totals = outcome.totals
+    facts = [
+        f"status: {outcome.status}",
+        *([f"kind: {outcome.kind}"] if outcome.kind else []),
+        f"model: {outcome.model}",
+        f"turns: {totals.turns}",
+        f"tokens: {totals.tokens} (input {totals.input_tokens}, output {totals.output_tokens})",
+        f"cost: {format_cost(totals.cost_usd)}",
+        f"duration_s: {totals.duration_s:.3f}",
+        f"exit_code: {int(outcome.exit_code)}",
+    ]
+    if outcome.session_log is not None:
+        facts.append(f"session_log: {display_path(outcome.session_log)}")
+    if outcome.session_id:
+        facts.append(f"session_id: {outcome.session_id}")
+    return facts
+
+
+def _message(outcome: TaskOutcome) -> str:
+    reason = one_line(outcome.reason, _MESSAGE_LIMIT)
+    if outcome.status == "budget_exceeded":
+        limit = outcome.kind or "a"
+        head = f"{limit} limit exceeded"
+        return f"{head}: {reason}" if reason else head
+    return reason or outcome.status.replace("_", " ")
+
+
+def _test_case(outcome: TaskOutcome, redactor: Redactor) -> TestCase:
+    text = redactor.text
+    file = display_path(outcome.task_file)
+    stdout = "\n".join(task_facts(outcome)) + "\n"
+    if outcome.result:
+        stdout = f"{outcome.result}\n\n{stdout}"
+    case = TestCase(
+        name=text(outcome.name),
+        classname=text(outcome.task_file.stem),
+        elapsed_sec=round(outcome.totals.duration_s, 3),
+        stdout=text(stdout),
+        status=outcome.status,
+        file=text(file),
+    )
+    message = text(_message(outcome))
+    output = text(outcome.reason) or None
+    if outcome.status == "failed":
+        case.add_failure_info(message=message, output=output, failure_type=outcome.kind or "failed")
+    elif outcome.status == "budget_exceeded":
+        case.add_failure_info(message=message, output=output, failure_type="budget_exceeded")
+    elif outcome.status in ("error", "interrupted"):
+        kind = outcome.kind or outcome.status
+        case.add_error_info(message=message, output=output, error_type=kind)
+    return case
+
+
+def junit_text(summary: RunSummary, redactor: Redactor) -> str:
+    """The JUnit XML document of a run, redacted."""
+    by_file: dict[str, list[TaskOutcome]] = {}
+    for outcome in summary.outcomes:
+        by_file.setdefault(display_path(outcome.task_file), []).append(outcome)
+    properties = {k: redactor.text(v) for k, v in run_properties(summary).items()}
+    suites = [
+        TestSuite(
+            name=redactor.text(name),
+            test_cases=[_test_case(o, redactor) for o in outcomes],
+            properties=properties,
+        )
+        for name, outcomes in by_file.items()
+    ]
+    text: str = to_xml_report_string(suites, prettyprint=True, encoding="utf-8")
+    return text
+
+
+def write_junit(summary: RunSummary, path: Path, redactor: Redactor) -> None:
+    """Write the run's JUnit XML to `path`, redacted and atomically.
+
+    A `<testsuite>` per task file (named by its path relative to the working directory), a
+    `<testcase>` per task; failed and budget-stopped tasks get `<failure>`, errored and
+    interrupted ones `<error>`.
+    """
+    write_text_atomic(path, junit_text(summary, redactor))
+
+
+def _load_suites(path: Path) -> list[ET.Element]:
+    try:
+        root = ET.parse(path).getroot()
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: JUnit file not found (pass the shards' JUnit files)") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read JUnit file: {exc.strerror}") from None
+    except ET.ParseError as exc:
+        raise ConfigError(f"{path}: not well-formed JUnit XML: {exc}") from None
+    if root.tag == "testsuite":
+        return [root]
+    if root.tag == "testsuites":
+        return root.findall("testsuite")
+    raise ConfigError(f"{path}: root element is <{root.tag}>, expected <testsuites> or <testsuite>")
+
+
+def _float(value: str | None) -> float:
+    try:
+        return float(value) if value else 0.0
+    except ValueError:
+        return 0.0
+
+
+def _int(value: str | None) -> int:
+    return int(value) if value and value.isdigit() else 0
+
+
+def merge_junit(inputs: list[Path], out: Path) -> None:
+    """Join the JUnit files of shards into one `<testsuites>` whose counts and time are
+    recomputed from its testcases. Each shard's testsuites are kept whole, with their own
+    properties. Raises ConfigError naming a missing or malformed input."""
+    if not inputs:
+        raise ConfigError("report merge: no JUnit files given")
+    suites = [suite for path in inputs for suite in _load_suites(path)]
+    root = ET.Element("testsuites")
+    tests = failures = errors = disabled = 0
+    time = 0.0
+    for suite in suites:
+        cases = suite.findall("testcase")
+        tests += len(cases)
+        failures += sum(1 for c in cases if c.find("failure") is not None)
+        errors += sum(1 for c in cases if c.find("error") is not None)
+        disabled += _int(suite.get("disabled"))
+        suite_time = suite.get("time")
+        time += _float(suite_time) if suite_time else sum(_float(c.get("time")) for c in cases)
+        root.append(suite)
+    root.set("disabled", str(disabled))
+    root.set("errors", str(errors))
+    root.set("failures", str(failures))
+    root.set("tests", str(tests))
+    root.set("time", f"{time:.3f}")
+    ET.indent(root, space="\t")
+    body = ET.tostring(root, encoding="unicode")
+    write_text_atomic(out, f'<?xml version="1.0" encoding="utf-8"?>\n{body}\n')

@@ -1,0 +1,16 @@
+"""Running tasks (DESIGN sections 7 and 10): the commands that run, resume and inspect them.
+
+`app` selects tasks (filters, shards), runs them as concurrent jobs under one event loop with
+signal handling, and writes the reports. `session` runs one task: its hub, prompt, log, loop and
+success checks. `loop` is the agent loop, steered by `budget` (limits) and `compaction`;
+`checks` runs the success check and `expect`; `resume` rebuilds a session from its log and runs
+on. `commands` holds `validate` and `prompt`, which load tasks without running them.
+"""
+
+from __future__ import annotations
+
+from runner.run.app import RunOptions, run_tasks
+from runner.run.commands import print_prompt, validate
+from runner.run.resume import resume_sessions
+
+__all__ = ["RunOptions", "print_prompt", "resume_sessions", "run_tasks", "validate"]

@@ -1,0 +1,378 @@
+"""`run` and `resume`: select tasks, run them at once, write the reports, pick the exit code."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import fnmatch
+import hashlib
+import signal
+import sys
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from runner import __version__
+from runner.errors import ConfigError, ExitCode, RunnerError, worst_exit_code
+from runner.llm import LLM
+from runner.outcome import RunSummary, TaskOutcome
+from runner.redact import Redactor
+from runner.report import (
+    GitHubActions,
+    add_mask_lines,
+    error_annotation,
+    exit_code_of,
+    final_table,
+    group_end,
+    group_start,
+    summary_text,
+    task_finished_line,
+    task_started_line,
+    write_outputs,
+    write_step_summary,
+    write_summary_json,
+)
+from runner.run.commands import check_sections, load_selected_tasks
+from runner.run.session import ResumePoint, RunContext, run_task
+from runner.settings import Settings, environ
+from runner.task import Task
+
+__all__ = ["Job", "RunOptions", "execute", "select_tasks", "shard_of"]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Command-line choices shared by `run` and `resume`."""
+
+    out: Path
+    junit: Path | None
+    output: str = "text"
+    quiet: bool = False
+    verbose: bool = False
+    """Print each task's transcript when it ends (on GitHub Actions it is always printed, folded
+    in a group)."""
+    fail_fast: bool = False
+
+
+@dataclass
+class Job:
+    """One task to run, with its model and, on resume, where it picks up."""
+
+    task: Task
+    llm: LLM
+    resume: ResumePoint | None = None
+    started: bool = field(default=False)
+
+
+def shard_of(name: str, shards: int) -> int:
+    """The 1-based shard of a task: a hash of its name, so adding tasks moves no other task."""
+    digest = hashlib.sha256(name.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % shards + 1
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    index, sep, total = text.partition("/")
+    try:
+        k, n = int(index), int(total)
+    except ValueError:
+        k, n = 0, 0
+    if not sep or n < 1 or not 1 <= k <= n:
+        raise ConfigError(f"--shard {text!r}: write it as K/N with 1 <= K <= N, e.g. 2/4")
+    return k, n
+
+
+def select_tasks(tasks: list[Task], filters: Sequence[str] | None, shard: str | None) -> list[Task]:
+    """Tasks matching any `--filter` glob, then those of the shard."""
+    if filters:
+        tasks = [t for t in tasks if any(fnmatch.fnmatchcase(t.name, f) for f in filters)]
+        if not tasks:
+            raise ConfigError(f"--filter {' '.join(filters)}: no task name matches")
+    if shard:
+        k, n = parse_shard(shard)
+        tasks = [t for t in tasks if shard_of(t.name, n) == k]
+    return tasks
+
+
+def prepare_jobs(tasks: list[Task], settings: Settings, model: str | None) -> list[Job]:
+    """Check what must hold before anything runs (exit 2 otherwise) and make each task's model."""
+    from runner.llm import create_llm
+
+    jobs = []
+    shared: dict[str, LLM] = {}
+    for task in tasks:
+        spec = model or task.spec.model or settings.model
+        if not spec:
+            raise ConfigError(
+                f"{task.file}:{task.line}: task {task.name!r} has no model: pass --model "
+                "PROVIDER:MODEL, set `model:` in the task, or AGENT_RUNNER_MODEL"
+            )
+        if task.spec.tool_mode == "native":
+            raise ConfigError(
+                f"{task.file}:{task.line}: tool_mode: native is not supported by this version; "
+                "remove it to use XML tool calls"
+            )
+        check_sections(task, settings)
+        llm = shared.get(spec) or create_llm(spec, settings)
+        if getattr(llm, "shareable", False):
+            # One client (TLS context, connection pool) for every task on this model, instead of
+            # one per task built at the same moment: 32 of those cost a second of CPU.
+            shared[spec] = llm
+        jobs.append(Job(task, llm))
+    return jobs
+
+
+def run_tasks(
+    paths: Sequence[str],
+    params: Mapping[str, str],
+    selection: tuple[Sequence[str] | None, str | None],
+    model: str | None,
+    settings: Settings,
+    options: RunOptions,
+) -> int:
+    """The `run` command; `selection` is (`--filter` globs, `--shard`)."""
+    tasks = load_selected_tasks(paths, params, settings)
+    tasks = select_tasks(tasks, *selection)
+    jobs = prepare_jobs(tasks, settings, model)
+    return execute(jobs, settings, options)
+
+
+def execute(jobs: list[Job], settings: Settings, options: RunOptions) -> int:
+    """Run the jobs, write the reports, return the run's exit code."""
+    env = environ()
+    secrets = [*settings.secret_values(), *(s for job in jobs for s in job.task.secrets)]
+    redactor = Redactor(secrets)
+    github = GitHubActions.from_env(env)
+    console = _Console(
+        redactor, sys.stderr if options.output == "json" else sys.stdout, options.quiet
+    )
+    if github is not None:
+        for line in add_mask_lines(redactor.secrets):
+            print(line, flush=True)
+    run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:8]
+    ctx = RunContext(
+        settings=settings,
+        run_id=run_id,
+        out_dir=options.out,
+        redactor=redactor,
+        env=env,
+        say=console.diagnostic,
+    )
+    ctx.run_budget.max_cost_usd = settings.max_cost_usd
+    outcomes = asyncio.run(_run_all(jobs, ctx, settings.jobs, options, console, github is not None))
+    junit = options.junit or options.out / "junit.xml"
+    models = sorted({o.model for o in outcomes})
+    summary = RunSummary(
+        run_id=run_id,
+        runner_version=__version__,
+        model=", ".join(models),
+        outcomes=outcomes,
+        exit_code=exit_code_of(outcomes),
+        out_dir=options.out,
+        junit_path=junit,
+    )
+    summary = _write_reports(summary, junit, redactor, console)
+    if options.output == "json":
+        print(summary_text(summary, redactor))
+    else:
+        console.always(final_table(summary, redactor=redactor))
+    if github is not None:
+        for outcome in outcomes:
+            line = error_annotation(outcome, redactor=redactor)
+            if line:
+                print(line, flush=True)
+        if github.step_summary is not None:
+            write_step_summary(summary, github.step_summary, redactor)
+        if github.output is not None:
+            write_outputs(summary, github.output)
+    return summary.exit_code
+
+
+def _write_reports(
+    summary: RunSummary, junit: Path, redactor: Redactor, console: _Console
+) -> RunSummary:
+    """Write JUnit, then summary.json; one that cannot be written is reported and makes the exit
+    code 4 (an unwritable or full artifacts folder), and the other is still written."""
+    from runner.report.junit import write_junit  # junit_xml and ElementTree: not before the run
+
+    writers: list[tuple[Path, Callable[[RunSummary, Path, Redactor], None]]] = [
+        (junit, write_junit),
+        (summary.out_dir / "summary.json", write_summary_json),
+    ]
+    for path, write in writers:
+        try:
+            write(summary, path, redactor)
+        except OSError as error:
+            console.diagnostic(
+                f"agent-runner: cannot write {path}: {error.strerror or error} (check that its"
+                " folder is writable and its disk has space)"
+            )
+            code = worst_exit_code([summary.exit_code, ExitCode.INFRASTRUCTURE])
+            summary = dataclasses.replace(summary, exit_code=code)
+    return summary
+
+
+class _Console:
+    """Console lines, always redacted; `quiet` keeps only the final summary."""
+
+    def __init__(self, redactor: Redactor, stream: TextIO, quiet: bool) -> None:
+        self._redactor = redactor
+        self._stream = stream
+        self._quiet = quiet
+
+    def line(self, text: str) -> None:
+        if not self._quiet:
+            print(self._redactor.text(text), file=self._stream, flush=True)
+
+    def always(self, text: str) -> None:
+        print(self._redactor.text(text), file=self._stream, flush=True)
+
+    def diagnostic(self, text: str) -> None:
+        print(self._redactor.text(text), file=sys.stderr, flush=True)
+
+
+async def _run_all(
+    jobs: list[Job],
+    ctx: RunContext,
+    concurrency: int,
+    options: RunOptions,
+    console: _Console,
+    github: bool,
+) -> list[TaskOutcome]:
+    limiter = asyncio.Semaphore(concurrency)
+    stop = asyncio.Event()
+    results: dict[int, TaskOutcome] = {}
+
+    async def one(index: int, job: Job) -> None:
+        async with limiter:
+            if stop.is_set():
+                return
+            job.started = True
+            console.line(
+                task_started_line(
+                    job.task.name, f"{job.llm.provider}:{job.llm.model}", redactor=ctx.redactor
+                )
+            )
+            outcome = await run_task(job.task, job.llm, ctx, job.resume)
+            results[index] = outcome
+            _report_finished(outcome, console, ctx.redactor, github, options.verbose)
+            if options.fail_fast and outcome.status != "passed":
+                stop.set()
+
+    loop = asyncio.get_running_loop()
+    tasks = [asyncio.create_task(one(i, job)) for i, job in enumerate(jobs)]
+    previous = _install_signal_handlers(loop, ctx, stop, tasks)
+    ended: list[BaseException | None] = []
+    try:
+        ended = await asyncio.gather(*tasks, return_exceptions=True)
+    finally:
+        for sig, handler in previous.items():
+            loop.remove_signal_handler(sig)
+            # After an interrupt the first signal has decided the exit code: GitHub's SIGTERM,
+            # 7.5 s after its SIGINT, must not kill the process while it writes the reports.
+            signal.signal(sig, signal.SIG_IGN if ctx.interrupted else handler)
+        await _close_models(jobs)
+    outcomes = []
+    for index, job in enumerate(jobs):
+        if index in results:
+            outcomes.append(results[index])
+        elif job.started and not ctx.interrupted:
+            error = ended[index] if index < len(ended) else None
+            outcomes.append(_lost(job, error))
+        elif ctx.interrupted:
+            outcomes.append(_not_started(job, ctx))
+    return outcomes
+
+
+def _lost(job: Job, error: BaseException | None) -> TaskOutcome:
+    """A task that ended without an outcome (a bug): reported as an internal error, not lost."""
+    return TaskOutcome(
+        name=job.task.name,
+        task_file=job.task.file,
+        status="error",
+        reason=f"internal error: the task ended without an outcome ({error!r})",
+        kind="internal",
+        exit_code=ExitCode.INTERNAL,
+        model=f"{job.llm.provider}:{job.llm.model}",
+    )
+
+
+def _not_started(job: Job, ctx: RunContext) -> TaskOutcome:
+    return TaskOutcome(
+        name=job.task.name,
+        task_file=job.task.file,
+        status="interrupted",
+        reason="not started: the run was interrupted",
+        kind="signal",
+        exit_code=ctx.signal_exit,
+        model=f"{job.llm.provider}:{job.llm.model}",
+    )
+
+
+def _install_signal_handlers(
+    loop: asyncio.AbstractEventLoop,
+    ctx: RunContext,
+    stop: asyncio.Event,
+    tasks: list[asyncio.Task[None]],
+) -> dict[signal.Signals, Any]:
+    """Install the run's handlers; return the ones they replace, to restore afterwards."""
+
+    def on_signal(code: ExitCode) -> Callable[[], None]:
+        def handler() -> None:
+            # The first signal sets the code and cancels the tasks (GitHub sends SIGINT, then
+            # SIGTERM 7.5 s later). A later one changes nothing: cancelling again would cut short
+            # the clean-up the first one started (stopping MCP servers, writing end lines).
+            if ctx.interrupted:
+                return
+            ctx.signal_exit = code
+            ctx.interrupted = True
+            stop.set()
+            for task in tasks:
+                task.cancel()
+
+        return handler
+
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    loop.add_signal_handler(signal.SIGINT, on_signal(ExitCode.SIGINT))
+    loop.add_signal_handler(signal.SIGTERM, on_signal(ExitCode.SIGTERM))
+    return previous
+
+
+async def _close_models(jobs: list[Job]) -> None:
+    """Close the providers' HTTP clients (their connection pools) before the loop ends."""
+    for job in jobs:
+        close = getattr(job.llm, "aclose", None)
+        if close is not None:
+            with contextlib.suppress(Exception):  # closing is best effort; results are in
+                await close()
+
+
+def _report_finished(
+    outcome: TaskOutcome, console: _Console, redactor: Redactor, github: bool, verbose: bool
+) -> None:
+    line = task_finished_line(outcome, redactor=redactor)
+    transcript = _transcript(outcome) if (github or verbose) else ""
+    if not github:
+        console.line(line)
+        if transcript:
+            console.line(transcript)
+        return
+    # On GitHub Actions the transcript is folded in a group under the task's result line.
+    console.line(group_start(f"{outcome.name}: {outcome.status}"))
+    console.line(line)
+    console.line(transcript or f"result: {outcome.result}")
+    console.line(group_end())
+
+
+def _transcript(outcome: TaskOutcome) -> str:
+    if outcome.session_log is None:
+        return ""
+    from runner.sessionlog import show_text
+
+    try:
+        return show_text(outcome.session_log).rstrip()
+    except RunnerError as error:  # an unreadable log must not hide the run's reports
+        return f"(transcript unavailable: {error})"

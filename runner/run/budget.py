@@ -1,0 +1,69 @@
+"""A task's limits and what it has used (DESIGN section 7), below both the loop and compaction.
+
+`Budget.check` raises `LimitExceeded` when a limit leaves no room for another model call; the
+session ends such a task as budget_exceeded. `RunBudget` is the cost cap of the whole run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from runner.llm import Usage
+
+__all__ = ["Budget", "LimitExceeded", "LimitKind", "RunBudget"]
+
+LimitKind = Literal["turns", "tokens", "cost", "time", "run_cost"]
+
+
+class LimitExceeded(Exception):
+    """A budget stopped the task; `kind` says which."""
+
+    def __init__(self, kind: LimitKind, detail: str) -> None:
+        super().__init__(detail)
+        self.kind: LimitKind = kind
+
+
+@dataclass
+class RunBudget:
+    """The cost cap of a whole run, shared by its concurrent tasks (one event loop: no lock)."""
+
+    max_cost_usd: float | None = None
+    spent_usd: float = 0.0
+
+
+@dataclass
+class Budget:
+    """One task's limits and what it has used so far; kept across success-check retries."""
+
+    max_turns: int | None = None
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
+    run: RunBudget = field(default_factory=RunBudget)
+    turns: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+    tool_calls: int = 0
+
+    def check(self) -> None:
+        """Raise LimitExceeded when a limit leaves no room for another model call."""
+        if self.max_turns is not None and self.turns >= self.max_turns:
+            raise LimitExceeded("turns", f"turn limit reached ({self.turns}/{self.max_turns})")
+        if self.max_tokens is not None and self.usage.total >= self.max_tokens:
+            raise LimitExceeded(
+                "tokens", f"token limit reached ({self.usage.total}/{self.max_tokens})"
+            )
+        if self.max_cost_usd is not None and self.cost_usd >= self.max_cost_usd:
+            raise LimitExceeded(
+                "cost", f"cost limit reached (${self.cost_usd:.4f}/${self.max_cost_usd:.2f})"
+            )
+        cap = self.run.max_cost_usd
+        if cap is not None and self.run.spent_usd >= cap:
+            raise LimitExceeded(
+                "run_cost", f"run cost cap reached (${self.run.spent_usd:.4f}/${cap:.2f})"
+            )
+
+    def charge(self, usage: Usage, cost_usd: float) -> None:
+        self.usage = self.usage + usage
+        self.cost_usd += cost_usd
+        self.run.spent_usd += cost_usd

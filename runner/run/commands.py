@@ -1,0 +1,80 @@
+"""The commands that inspect tasks without running them: `validate` and `prompt`."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from runner.errors import ConfigError, ExitCode, TaskFileError
+from runner.settings import Settings, environ, load_settings
+from runner.task import Task, discover_task_files, load_tasks
+
+__all__ = ["check_sections", "load_selected_tasks", "print_prompt", "validate"]
+
+
+def load_selected_tasks(
+    paths: Sequence[str], params: Mapping[str, str], settings: Settings
+) -> list[Task]:
+    """Discover and load tasks with the config's extensions and the process environment."""
+    files = discover_task_files(paths)
+    return load_tasks(files, params=params, config_extensions=settings.extensions, env=environ())
+
+
+def check_sections(task: Task, settings: Settings) -> None:
+    """Raise ConfigError (naming the task) when its prompt sections cannot be built."""
+    from runner.prompt import default_prompts_dir, load_sections
+
+    try:
+        load_sections(
+            [default_prompts_dir(), *settings.prompts, *task.prompt_dirs], task.spec.sections
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"{task.file}:{task.line}: task {task.name!r}: {exc}") from None
+
+
+def validate(paths: Sequence[str], params: Mapping[str, str], config: Path | None) -> int:
+    """Check config, task files and their prompt sections; print every problem."""
+    settings = load_settings(config_file=config)
+    try:
+        tasks = load_selected_tasks(paths, params, settings)
+    except TaskFileError as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        print(f"{len(exc.problems)} problem(s) found", file=sys.stderr)
+        return ExitCode.USAGE
+    for task in tasks:
+        check_sections(task, settings)
+    files = {task.file for task in tasks}
+    print(f"ok: {len(tasks)} task(s) in {len(files)} file(s)")
+    return ExitCode.OK
+
+
+def print_prompt(
+    path: str, name: str | None, params: Mapping[str, str], config: Path | None
+) -> int:
+    """Print the exact system prompt one task would get."""
+    settings = load_settings(config_file=config)
+    tasks = load_selected_tasks([path], params, settings)
+    task = _pick(tasks, name, path)
+    from runner.run.session_tools import list_task_tools, task_system_prompt
+
+    tools = list_task_tools(task, settings)
+    sys.stdout.write(task_system_prompt(task, settings, tools, environ()))
+    return ExitCode.OK
+
+
+def _pick(tasks: list[Task], name: str | None, path: str) -> Task:
+    if name is not None:
+        for task in tasks:
+            if task.name == name:
+                return task
+        raise ConfigError(
+            f"{path}: no task named {name!r} (tasks: {', '.join(t.name for t in tasks)})"
+        )
+    if len(tasks) != 1:
+        raise ConfigError(
+            f"{path} holds {len(tasks)} tasks; choose one with --name "
+            f"({', '.join(t.name for t in tasks)})"
+        )
+    return tasks[0]

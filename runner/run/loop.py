@@ -1,0 +1,207 @@
+"""The agent loop (DESIGN section 7): check limits, compact, call the model, run its tool calls.
+
+It knows no SDK and no MCP: it gets an LLM, a tool executor and an event sink (Protocols), and is
+steered by a small exception family. `LimitExceeded` (raised by `Budget.check`) ends a task as
+budget_exceeded, `AgentGaveUp` as failed; provider and MCP errors pass through to the caller.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from runner.errors import ContextLengthError
+from runner.llm import LLM, Message, Reply, RetryEvent, Usage
+from runner.run.budget import Budget
+from runner.run.compaction import CompactionSink, Compactor
+from runner.toolcall import (
+    ATTEMPT_COMPLETION,
+    REMINDER,
+    CallError,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    parse_reply,
+    render_call_error,
+    render_result,
+)
+
+__all__ = [
+    "AgentGaveUp",
+    "Completion",
+    "EventSink",
+    "ToolExecutor",
+    "run_loop",
+]
+
+MAX_REPLIES_WITHOUT_TOOL = 3
+
+
+class AgentGaveUp(Exception):
+    """The agent stopped calling tools: several replies in a row without a call."""
+
+
+class ToolExecutor(Protocol):
+    """Runs a tool by its exposed name; failures come back as error results, never raise."""
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult: ...
+
+
+class EventSink(CompactionSink, Protocol):
+    """Where the loop reports what happens (the session log writer fits)."""
+
+    def message(self, role: Literal["user", "assistant"], content: str, turn: int) -> None: ...
+
+    def model_call(
+        self,
+        turn: int,
+        *,
+        latency_s: float,
+        usage: Usage,
+        cost_usd: float | None,
+        retries: int,
+        stop_reason: str | None,
+        model: str,
+    ) -> None: ...
+
+    def tool_call(
+        self,
+        turn: int,
+        *,
+        tool: str,
+        server: str,
+        arguments: Mapping[str, Any],
+        result: str,
+        is_error: bool,
+        duration_s: float,
+    ) -> None: ...
+
+    def retry(
+        self, turn: int, attempt: int, reason: str, status: int | None, wait_s: float
+    ) -> None: ...
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What the agent reported with attempt_completion."""
+
+    result: str
+    status: Literal["success", "failure"]
+
+
+async def run_loop(
+    *,
+    llm: LLM,
+    system: str,
+    messages: list[Message],
+    tools: Sequence[ToolSpec],
+    executor: ToolExecutor,
+    events: EventSink,
+    budget: Budget,
+    compactor: Compactor,
+    cost_of: Any,
+    denied: Sequence[ToolSpec] = (),
+) -> Completion:
+    """Run turns until attempt_completion; `messages` is extended in place (the live context).
+
+    `denied` are tools the policy forbids: not offered to the model, but a call of one is parsed
+    as a call and goes to the executor, whose error result names the policy (DESIGN 7b).
+    """
+    by_name = {spec.name: spec for spec in denied}
+    by_name.update({spec.name: spec for spec in tools})
+    unlisted = {spec.name for spec in denied} - {spec.name for spec in tools}
+    by_name[ATTEMPT_COMPLETION.name] = ATTEMPT_COMPLETION
+    silent_replies = 0
+    while True:
+        budget.check()
+        await compactor.maybe_compact(messages, turn=budget.turns)
+        reply = await _call_model(llm, system, messages, events, budget, compactor, cost_of)
+        turn = budget.turns
+        messages.append(Message("assistant", reply.text))
+        events.message("assistant", reply.text, turn)
+        events.model_call(
+            turn,
+            latency_s=reply.latency_s,
+            usage=reply.usage,
+            cost_usd=cost_of(reply.usage),
+            retries=reply.retries,
+            stop_reason=reply.stop_reason,
+            model=reply.model,
+        )
+        parsed = parse_reply(reply.text, by_name, unlisted=unlisted)
+        if not parsed.items:
+            silent_replies += 1
+            if silent_replies >= MAX_REPLIES_WITHOUT_TOOL:
+                raise AgentGaveUp(f"{silent_replies} replies in a row without a tool call")
+            _add_user(messages, events, REMINDER, turn)
+            continue
+        silent_replies = 0
+        completion, feedback = await _run_items(parsed.items, by_name, executor, events, budget)
+        if completion is not None:
+            return completion
+        _add_user(messages, events, "\n\n".join(feedback), turn)
+
+
+async def _call_model(
+    llm: LLM,
+    system: str,
+    messages: list[Message],
+    events: EventSink,
+    budget: Budget,
+    compactor: Compactor,
+    cost_of: Any,
+) -> Reply:
+    turn = budget.turns + 1
+
+    def on_retry(event: RetryEvent) -> None:
+        events.retry(turn, event.attempt, event.reason, event.status, event.wait_s)
+
+    try:
+        reply = await llm.complete(system, messages, on_retry=on_retry)
+    except ContextLengthError:
+        # The provider counted more than our estimate: compact hard and retry once.
+        await compactor.compact(messages, turn=budget.turns, force=True)
+        reply = await llm.complete(system, messages, on_retry=on_retry)
+    budget.turns = turn
+    budget.charge(reply.usage, cost_of(reply.usage))
+    return reply
+
+
+async def _run_items(
+    items: Sequence[ToolCall | CallError],
+    by_name: dict[str, ToolSpec],
+    executor: ToolExecutor,
+    events: EventSink,
+    budget: Budget,
+) -> tuple[Completion | None, list[str]]:
+    """Run the calls of one reply in order; stop at attempt_completion."""
+    feedback: list[str] = []
+    for item in items:
+        if isinstance(item, CallError):
+            feedback.append(render_call_error(item))
+            continue
+        if item.name == ATTEMPT_COMPLETION.name:
+            failed = item.arguments.get("status") == "failure"
+            status: Literal["success", "failure"] = "failure" if failed else "success"
+            return Completion(str(item.arguments.get("result", "")), status), feedback
+        started = time.monotonic()
+        result = await executor.call(item.name, item.arguments)
+        budget.tool_calls += 1
+        events.tool_call(
+            budget.turns,
+            tool=item.name,
+            server=by_name[item.name].server,
+            arguments=item.arguments,
+            result=result.text,
+            is_error=result.is_error,
+            duration_s=round(time.monotonic() - started, 4),
+        )
+        feedback.append(render_result(item.name, result))
+    return None, feedback
+
+
+def _add_user(messages: list[Message], events: EventSink, text: str, turn: int) -> None:
+    messages.append(Message("user", text))
+    events.message("user", text, turn)

@@ -1,0 +1,371 @@
+"""One task, start to end: servers, prompt, session log, the loop, success checks, the outcome."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runner import __version__
+from runner.errors import ExitCode, McpServerError, ProviderError, RunnerError
+from runner.llm import LLM, Message, Usage, cost_usd
+from runner.mcp import McpHub
+from runner.outcome import Status, TaskOutcome, Totals
+from runner.redact import Redactor
+from runner.run.budget import Budget, LimitExceeded, RunBudget
+from runner.run.checks import expect_problem, feedback_for_check, run_check
+from runner.run.compaction import Compactor
+from runner.run.loop import AgentGaveUp, Completion, run_loop
+from runner.run.session_tools import task_system_prompt
+from runner.sessionlog import LogWriteError, SessionLogWriter
+from runner.settings import Settings
+from runner.task import Task
+from runner.toolcall import ToolSpec
+
+__all__ = ["ResumePoint", "RunContext", "run_task"]
+
+
+@dataclass
+class RunContext:
+    """What every task of one run shares."""
+
+    settings: Settings
+    run_id: str
+    out_dir: Path
+    redactor: Redactor
+    env: dict[str, str]
+    run_budget: RunBudget = field(default_factory=RunBudget)
+    say: Callable[[str], None] = print
+    """Console output for diagnostics (already redacted by the caller's wrapper)."""
+    signal_exit: ExitCode = ExitCode.SIGINT
+    """Exit code of an interrupted task: set by the signal handler before it cancels tasks."""
+    interrupted: bool = False
+    """A signal arrived: no new task starts."""
+
+
+@dataclass(frozen=True)
+class ResumePoint:
+    """Where a resumed session picks up."""
+
+    parent_id: str
+    messages: list[Message]
+    """The parent's context, compactions applied."""
+    message: str
+    """The one user message appended."""
+    budget_used: Totals = field(default_factory=Totals)
+    """What the parent spent: limits are cumulative across resumes."""
+    expected_tools: tuple[str, ...] = ()
+    """The parent's tool names, to warn when the tools drifted."""
+
+
+@dataclass
+class _State:
+    log: SessionLogWriter | None = None
+    budget: Budget = field(default_factory=Budget)
+    completion: Completion | None = None
+    started: float = field(default_factory=time.monotonic)
+    early_warnings: list[str] = field(default_factory=list)
+    """Hub warnings from before the log existed (servers start first); written once it opens."""
+
+
+async def run_task(
+    task: Task, llm: LLM, ctx: RunContext, resume: ResumePoint | None = None
+) -> TaskOutcome:
+    """Run one task and return its outcome; never raises for a task-level failure."""
+    limits = task.spec.limits
+    state = _State()
+    state.budget = Budget(limits.max_turns, limits.max_tokens, limits.max_cost_usd, ctx.run_budget)
+    if resume is not None:
+        used = resume.budget_used
+        state.budget.turns = used.turns
+        state.budget.cost_usd = used.cost_usd
+        state.budget.tool_calls = used.tool_calls
+        state.budget.usage = Usage(
+            used.input_tokens, used.output_tokens, used.cache_read_tokens, used.cache_write_tokens
+        )
+    redactor = ctx.redactor.with_secrets(task.secrets)
+    status: Status
+    try:
+        status, kind, reason = await _run(task, llm, ctx, resume, state, redactor)
+        code = ExitCode.OK if status == "passed" else ExitCode.FAILED
+    except LimitExceeded as limit:
+        status, kind, reason, code = "budget_exceeded", limit.kind, str(limit), ExitCode.BUDGET
+    except AgentGaveUp as gave_up:
+        status, kind, reason, code = "failed", "no_tool_call", str(gave_up), ExitCode.FAILED
+    except asyncio.CancelledError:
+        status, kind, reason = "interrupted", "signal", "interrupted by a signal"
+        code = ctx.signal_exit
+    except RunnerError as error:
+        status, kind, reason, code = "error", _error_kind(error), str(error), error.exit_code
+    except Exception as error:  # a bug: keep the batch going, record the traceback
+        status, kind, code = "error", "internal", ExitCode.INTERNAL
+        reason = f"internal error: {error!r}"
+        if state.log is not None and not state.log.ended:
+            # The end line below reports an unwritable log; the traceback still reaches stderr.
+            with contextlib.suppress(LogWriteError):
+                state.log.warning(traceback.format_exc())
+        ctx.say(redactor.text(traceback.format_exc()))
+    totals = _totals(state)
+    result = state.completion.result if state.completion else ""
+    lost = _end_log(state, status, reason, totals, result, kind)
+    if lost is not None and code in (ExitCode.OK, ExitCode.FAILED, ExitCode.BUDGET):
+        # The outcome stands in JUnit and the summary, but the log that backs it is incomplete.
+        status, kind, reason, code = "error", "artifacts", str(lost), lost.exit_code
+    return TaskOutcome(
+        name=task.name,
+        task_file=task.file,
+        status=status,
+        reason=redactor.text(reason),
+        result=redactor.text(result),
+        kind=kind,
+        exit_code=code,
+        model=f"{llm.provider}:{llm.model}",
+        totals=totals,
+        session_log=state.log.path if state.log else None,
+        session_id=state.log.session_id if state.log else "",
+    )
+
+
+def _end_log(
+    state: _State, status: Status, reason: str, totals: Totals, result: str, kind: str
+) -> LogWriteError | None:
+    """Write the log's end line and close it; the error when the log cannot be written."""
+    log = state.log
+    if log is None or log.ended:
+        return None
+    try:
+        log.end(status, reason, totals, result or None, kind=kind)
+    except LogWriteError as error:
+        with contextlib.suppress(LogWriteError):
+            log.close()
+        return error
+    return None
+
+
+def _error_kind(error: RunnerError) -> str:
+    """The outcome's `kind` for an operator error (subclasses included)."""
+    if isinstance(error, ProviderError):
+        return "provider"
+    if isinstance(error, McpServerError):
+        return "mcp"
+    if isinstance(error, LogWriteError):
+        return "artifacts"
+    return "config"
+
+
+def _totals(state: _State) -> Totals:
+    usage = state.budget.usage
+    return Totals(
+        turns=state.budget.turns,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+        cost_usd=round(state.budget.cost_usd, 6),
+        tool_calls=state.budget.tool_calls,
+        duration_s=round(time.monotonic() - state.started, 3),
+    )
+
+
+async def _run(
+    task: Task,
+    llm: LLM,
+    ctx: RunContext,
+    resume: ResumePoint | None,
+    state: _State,
+    redactor: Redactor,
+) -> tuple[Status, str, str]:
+    settings = ctx.settings
+    tool_timeout = task.spec.limits.tool_timeout or settings.tool_timeout_s
+    hub = McpHub(
+        {name: ext for name, ext in task.extensions.items() if ext.enabled},
+        policy=task.spec.tools,
+        workdir=task.workdir,
+        artifacts_dir=ctx.out_dir / "mcp-logs" / task.name,
+        startup_timeout_s=settings.mcp_startup_timeout_s,
+        default_tool_timeout_s=tool_timeout,
+        base_env=ctx.env,
+        on_event=lambda event: _hub_event(state, ctx, redactor, event),
+    )
+    try:
+        async with hub:  # stops every server on the way out, cancellation included
+            tools = hub.allowed_tools
+            system = task_system_prompt(task, settings, tools, ctx.env)
+            _open_log(task, llm, ctx, state, redactor, system, tools, resume)
+            _warn_on_tool_drift(resume, tools, state, ctx)
+            # Everything imported and built so far lives for the whole run; the collector need not
+            # walk it again. Without this, every full collection walks the SDKs' ~200k objects and
+            # stalls a turn for over 100 ms.
+            gc.freeze()
+            return await _converse(task, llm, ctx, resume, state, system, tools, hub)
+    except BaseException:
+        if state.log is None:  # failed before the header: still leave a log that says why
+            _open_log(task, llm, ctx, state, redactor, "", [], resume)
+        raise
+
+
+def _warn_on_tool_drift(
+    resume: ResumePoint | None, tools: list[ToolSpec], state: _State, ctx: RunContext
+) -> None:
+    if resume is None or state.log is None:
+        return
+    now = {t.name for t in tools}
+    before = set(resume.expected_tools)
+    if now != before:
+        added, removed = sorted(now - before), sorted(before - now)
+        line = f"tools drifted since the parent session: added {added}, removed {removed}"
+        state.log.warning(line)
+        ctx.say(f"warning: {line}")
+
+
+def _open_log(
+    task: Task,
+    llm: LLM,
+    ctx: RunContext,
+    state: _State,
+    redactor: Redactor,
+    system: str,
+    tools: list[ToolSpec],
+    resume: ResumePoint | None,
+) -> None:
+    header: dict[str, Any] = {
+        "run_id": ctx.run_id,
+        "parent_id": resume.parent_id if resume else None,
+        "runner_version": __version__,
+        "task": task.record(),
+        "task_file": str(task.file),
+        "model": f"{llm.provider}:{llm.model}",
+        "system_prompt": system,
+        "tools": [
+            {
+                "name": t.name,
+                "description": t.description,
+                "input_schema": t.input_schema,
+                "server": t.server,
+            }
+            for t in tools
+        ],
+    }
+    state.log = SessionLogWriter.create(ctx.out_dir, header, redactor)
+    for line in state.early_warnings:
+        state.log.warning(line)
+    state.early_warnings.clear()
+
+
+async def _converse(
+    task: Task,
+    llm: LLM,
+    ctx: RunContext,
+    resume: ResumePoint | None,
+    state: _State,
+    system: str,
+    tools: list[ToolSpec],
+    hub: McpHub,
+) -> tuple[Status, str, str]:
+    log = state.log
+    assert log is not None
+    info = llm.info
+
+    def cost_of(usage: Usage) -> float:
+        return cost_usd(usage, info)
+
+    if resume is None:
+        messages = [Message("user", task.prompt)]
+        log.message("user", task.prompt, 0)
+    else:
+        log.resume(
+            resume.parent_id, [{"role": m.role, "content": m.content} for m in resume.messages]
+        )
+        messages = [*resume.messages, Message("user", resume.message)]
+        log.message("user", resume.message, 0)
+    compactor = Compactor(
+        llm=llm,
+        system=system,
+        context_window=info.context_window if info else None,
+        events=log,
+        budget=state.budget,
+        cost_of=cost_of,
+    )
+    success = task.spec.success
+    attempts_left = success.retries
+    offered = {t.name for t in tools}
+    timeout = task.spec.limits.timeout
+    try:
+        async with asyncio.timeout(timeout) as scope:
+            while True:
+                state.completion = await run_loop(
+                    llm=llm,
+                    system=system,
+                    messages=messages,
+                    tools=tools,
+                    executor=hub,
+                    events=log,
+                    budget=state.budget,
+                    compactor=compactor,
+                    cost_of=cost_of,
+                    denied=[t for t in hub.tools if t.name not in offered],
+                )
+                if state.completion.status == "failure":
+                    return "failed", "agent", "the agent reported failure"
+                attempt = success.retries - attempts_left + 1
+                problem = await _judge(task, ctx, state, attempt, attempts_left)
+                if problem is None:
+                    return "passed", "", "completed; checks passed"
+                kind, reason, feedback = problem
+                if attempts_left <= 0:
+                    return "failed", kind, reason
+                attempts_left -= 1
+                messages.append(Message("user", feedback))
+                log.message("user", feedback, state.budget.turns)
+    except TimeoutError:
+        if scope.expired():
+            raise LimitExceeded("time", f"time limit reached ({timeout:g}s)") from None
+        raise
+
+
+async def _judge(
+    task: Task, ctx: RunContext, state: _State, attempt: int, attempts_left: int
+) -> tuple[str, str, str] | None:
+    """None when the completion passes; else (kind, reason, feedback for the agent)."""
+    assert state.completion is not None and state.log is not None
+    success = task.spec.success
+    problem = expect_problem(state.completion.result, success.expect)
+    if problem is not None:
+        feedback = (
+            f"Your attempt_completion result was not accepted: {problem}. "
+            "Fix it and call attempt_completion again."
+        )
+        return "expect", problem, feedback
+    if not success.check:
+        return None
+    env = {k: v for k, v in ctx.env.items() if k not in _PROVIDER_KEYS}
+    result = await run_check(success.check, task.workdir, success.check_timeout, env)
+    state.log.check(success.check, result.exit_code, result.output, attempt)
+    if result.exit_code == 0:
+        return None
+    reason = f"success check `{success.check}` exited with {result.exit_code}"
+    return "check", reason, feedback_for_check(success.check, result, attempts_left)
+
+
+_PROVIDER_KEYS = {
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "AGENT_RUNNER_OPENAI_API_KEY",
+    "AGENT_RUNNER_ANTHROPIC_API_KEY",
+}
+
+
+def _hub_event(state: _State, ctx: RunContext, redactor: Redactor, event: Any) -> None:
+    if event.kind in {"warning", "restart"}:
+        line = f"[{event.server}] {event.message}"
+        ctx.say(redactor.text(f"warning: {line}"))
+        if state.log is None:
+            state.early_warnings.append(line)
+        elif not state.log.ended:
+            state.log.warning(line)

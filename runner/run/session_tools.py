@@ -1,0 +1,54 @@
+"""Start a task's MCP servers just long enough to list their tools (for `prompt` and `validate`)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from runner.settings import Settings, environ
+from runner.task import Task
+from runner.toolcall import ToolSpec
+
+__all__ = ["list_task_tools", "task_system_prompt"]
+
+
+def task_system_prompt(
+    task: Task, settings: Settings, tools: list[ToolSpec], env: dict[str, str]
+) -> str:
+    """The system prompt of `task` offering `tools`, exactly as a run renders it."""
+    from runner.prompt import build_sections, host_facts, render_sections
+
+    servers: dict[str, list[ToolSpec]] = {}
+    for spec in tools:
+        servers.setdefault(spec.server, []).append(spec)
+    sections = build_sections(
+        workdir=task.workdir,
+        prompt_dirs=[*settings.prompts, *task.prompt_dirs],
+        inline_sections=task.spec.sections,
+        servers=servers,
+        tools=tools,
+        facts=host_facts(env),
+    )
+    return render_sections(sections)
+
+
+def list_task_tools(task: Task, settings: Settings) -> list[ToolSpec]:
+    """The tools the task may call, as its run offers them."""
+    import anyio
+
+    from runner.mcp import McpHub
+
+    async def collect() -> list[ToolSpec]:
+        with tempfile.TemporaryDirectory(prefix="agent-runner-prompt-") as artifacts:
+            async with McpHub(
+                {k: v for k, v in task.extensions.items() if v.enabled},
+                policy=task.spec.tools,
+                workdir=task.workdir,
+                artifacts_dir=Path(artifacts),
+                startup_timeout_s=settings.mcp_startup_timeout_s,
+                default_tool_timeout_s=settings.tool_timeout_s,
+                base_env=environ(),
+            ) as hub:
+                return hub.allowed_tools
+
+    return anyio.run(collect)

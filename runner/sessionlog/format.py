@@ -1,0 +1,202 @@
+"""The session log's contract: format version, header, session ids, timestamps and errors.
+
+Shared by the writer (`runner.log_writer`) and the reader (`runner.log_reader`); import all three
+through `runner.log`. The format: docs/session-log.md and docs/session-log.schema.json.
+"""
+
+from __future__ import annotations
+
+import copy
+import getpass
+import hashlib
+import platform
+import re
+import secrets
+import socket
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from runner import __version__
+from runner.errors import ConfigError, ExitCode, RunnerError
+from runner.toolcall import ToolSpec
+
+__all__ = [
+    "FORMAT_VERSION",
+    "EVENT_TYPES",
+    "CompactionKind",
+    "Clock",
+    "Header",
+    "LogReadError",
+    "LogWriteError",
+    "host_facts",
+    "iso_utc",
+    "new_session_id",
+    "prompt_sha256",
+]
+
+FORMAT_VERSION = 1
+"""The version this runner writes, and the newest it reads. Bump it when a field is removed,
+renamed or changes meaning; adding an optional field or event type does not bump it."""
+
+EVENT_TYPES = (
+    "header",
+    "message",
+    "model_call",
+    "tool_call",
+    "compaction",
+    "resume",
+    "check",
+    "retry",
+    "warning",
+    "end",
+)
+"""Every `type` a version-1 line can have."""
+
+CompactionKind = Literal["clear_tool_results", "summary"]
+"""How the context was compacted: old tool results cleared, or older turns summarised."""
+
+Clock = Callable[[], datetime]
+"""Returns the current time as an aware datetime; injectable so tests can fix it."""
+
+
+class LogWriteError(RunnerError):
+    """A session log, spill file or prompt file cannot be written (unwritable folder, full disk)."""
+
+    exit_code = ExitCode.INFRASTRUCTURE
+
+    def __init__(self, path: Path, error: OSError) -> None:
+        self.path = path
+        why = error.strerror or str(error)
+        super().__init__(
+            f"cannot write session log file {path}: {why} "
+            "(check that the --out folder is writable and its disk has space)"
+        )
+
+
+class LogReadError(ConfigError):
+    """A session log given to `resume` or `log` cannot be read; nothing ran."""
+
+    def __init__(self, path: Path, message: str, line: int | None = None) -> None:
+        self.path = path
+        self.line = line
+        where = f"{path}:{line}" if line is not None else str(path)
+        super().__init__(f"{where}: {message}")
+
+
+def iso_utc(moment: datetime) -> str:
+    """ISO 8601 in UTC with milliseconds and a `Z`: `2025-01-31T12:00:00.000Z`."""
+    text = moment.astimezone(UTC).isoformat(timespec="milliseconds")
+    return text.replace("+00:00", "Z")
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _slug(name: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    # Long task names would make unwieldy file names; the hex suffix keeps ids unique anyway.
+    return slug[:40].rstrip("-") or "task"
+
+
+def new_session_id(task_name: str, now: datetime | None = None) -> str:
+    """A sortable, unique id: `YYYYMMDDTHHMMSSZ-<task-name-slug>-<6 hex>`."""
+    stamp = (now or _now()).astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{_slug(task_name)}-{secrets.token_hex(3)}"
+
+
+def prompt_sha256(prompt: str) -> str:
+    """The hex SHA-256 of a prompt's UTF-8 bytes: its file name under `<out>/prompts/`."""
+    return hashlib.sha256(prompt.encode("utf-8")).hexdigest()
+
+
+def host_facts() -> dict[str, str]:
+    """Where the session ran: os, python, hostname, user, cwd."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry, as in some containers
+        user = ""
+    return {
+        "os": f"{platform.system()} {platform.release()}".strip(),
+        "python": platform.python_version(),
+        "hostname": socket.gethostname(),
+        "user": user,
+        "cwd": str(Path.cwd()),
+    }
+
+
+def _tool_dict(tool: ToolSpec | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(tool, ToolSpec):
+        return {
+            "name": tool.name,
+            "description": tool.description,
+            "input_schema": tool.input_schema,
+            "server": tool.server,
+        }
+    return {
+        "name": str(tool["name"]),
+        "description": str(tool.get("description", "")),
+        "input_schema": dict(tool.get("input_schema", {})),
+        "server": str(tool.get("server", "")),
+    }
+
+
+@dataclass(frozen=True)
+class Header:
+    """What a session started with: the first line of its log (as `{"type": "header", ...}`)."""
+
+    run_id: str
+    """The `run`/`resume` invocation this session belongs to."""
+    task: dict[str, Any]
+    """The resolved task (defaults and params applied), as a JSON object; redacted when written."""
+    model: str
+    """`provider:model` the session talks to."""
+    system_prompt: str
+    """The rendered system prompt; redacted when written."""
+    tools: Sequence[ToolSpec | Mapping[str, Any]] = ()
+    """The tools offered to the model; written as `{name, description, input_schema, server}`."""
+    session_id: str = ""
+    """This session's id; empty means a new one is made from the task's `name`."""
+    parent_id: str | None = None
+    """The session this one resumes, or None for a fresh session."""
+    task_file: str = ""
+    """The file the task came from."""
+    runner_version: str = __version__
+    """The agent-runner version that wrote the log."""
+    host: dict[str, str] = field(default_factory=host_facts)
+    """os, python, hostname, user, cwd."""
+    started_at: str = ""
+    """ISO 8601 UTC start time; empty means the writer's clock at creation."""
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Header:
+        """A header from a dict of its fields; `type`, `version` and `system_prompt_sha256` are
+        ignored (the writer sets them). An unknown key is a bug and raises TypeError."""
+        names = {f.name for f in fields(cls)}
+        computed = {"type", "version", "system_prompt_sha256"}
+        unknown = sorted(set(data) - names - computed)
+        if unknown:
+            raise TypeError(f"unknown session log header fields: {', '.join(unknown)}")
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    def to_line(self) -> dict[str, Any]:
+        """The header line's JSON object, before redaction (the prompt hash is added after)."""
+        return {
+            "type": "header",
+            "version": FORMAT_VERSION,
+            "session_id": self.session_id,
+            "parent_id": self.parent_id,
+            "run_id": self.run_id,
+            "runner_version": self.runner_version,
+            "task": copy.deepcopy(self.task),
+            "task_file": self.task_file,
+            "model": self.model,
+            "system_prompt": self.system_prompt,
+            "system_prompt_sha256": "",
+            "tools": [_tool_dict(t) for t in self.tools],
+            "host": dict(self.host),
+            "started_at": self.started_at,
+        }

@@ -1,0 +1,164 @@
+"""`log show` and `log export`: a session log as a transcript, markdown, or one JSON document."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from runner.sessionlog.reader import SessionRecord, read_session, spilled_text
+
+__all__ = ["export_json", "export_markdown", "show_text"]
+
+_FOLD = 100  # characters of a tool call or result kept on its one line when folded
+
+
+def _one_line(text: str, limit: int = _FOLD) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _full_result(record: SessionRecord, event: dict[str, Any]) -> str:
+    if event.get("result_ref"):
+        return spilled_text(record.path, event)
+    return str(event.get("result", ""))
+
+
+def _header_lines(record: SessionRecord) -> list[str]:
+    header = record.header
+    task = header.get("task") or {}
+    lines = [
+        f"session {record.session_id}"
+        + (f" (resumed from {record.parent_id})" if record.parent_id else ""),
+        f"task    {task.get('name', '?')} ({header.get('task_file', '?')})",
+        f"model   {header.get('model', '?')}",
+        f"started {header.get('started_at', '?')}",
+    ]
+    if record.torn:
+        lines.append("note    the last line was torn (the process was killed while writing it)")
+    return lines
+
+
+def _end_line(record: SessionRecord) -> str:
+    end = record.end
+    if end is None:
+        return "END: no end record (the process stopped before the session finished)"
+    totals = end.get("totals") or {}
+    tokens = int(totals.get("input_tokens", 0)) + int(totals.get("output_tokens", 0))
+    return (
+        f"END: {end.get('status')} - {end.get('reason', '')} "
+        f"(turns={totals.get('turns', 0)} tokens={tokens} "
+        f"cost=${float(totals.get('cost_usd', 0)):.4f})"
+    )
+
+
+def _events(record: SessionRecord, verbose: bool) -> Iterator[str]:
+    for event in record.events:
+        kind = event.get("type")
+        if kind == "message":
+            role = str(event.get("role", "?")).upper()
+            content = str(event.get("content", ""))
+            if role == "USER" and not verbose and content.startswith("["):
+                continue  # tool results: shown folded with their tool_call line
+            yield f"--- {role} (turn {event.get('turn')}) ---\n{content}"
+        elif kind == "tool_call":
+            status = "error" if event.get("is_error") else "ok"
+            args = json.dumps(event.get("arguments", {}), ensure_ascii=False)
+            if verbose:
+                yield (
+                    f"[tool {event.get('tool')} {status} {event.get('duration_s', 0)}s] {args}\n"
+                    f"{_full_result(record, event)}"
+                )
+            else:
+                yield (
+                    f"[tool {event.get('tool')} {status}] {_one_line(args, 60)} -> "
+                    f"{_one_line(str(event.get('result', '')))}"
+                )
+        elif kind == "check":
+            yield f"[check `{event.get('command')}` exit {event.get('exit_code')}]" + (
+                f"\n{event.get('output', '')}" if verbose else ""
+            )
+        elif kind == "retry":
+            yield (
+                f"[retry attempt {event.get('attempt')}: {event.get('reason')}; "
+                f"waited {event.get('wait_s')}s]"
+            )
+        elif kind == "compaction":
+            yield (
+                f"[compaction {event.get('kind')}: "
+                f"{event.get('before_tokens')} -> {event.get('after_tokens')} tokens]"
+            )
+        elif kind == "warning":
+            yield f"[warning] {event.get('message')}"
+        elif kind == "resume":
+            count = len(event.get("messages") or [])
+            yield f"[resumed from {event.get('parent_id')} with {count} messages]"
+
+
+def show_text(path: Path, verbose: bool = False) -> str:
+    """A plain-text transcript; tool calls and results are one line each unless `verbose`."""
+    record = read_session(path)
+    parts = ["\n".join(_header_lines(record)), *_events(record, verbose), _end_line(record)]
+    return "\n\n".join(parts) + "\n"
+
+
+def export_markdown(path: Path) -> str:
+    """The whole session as markdown: header facts, each message, each tool call in full."""
+    record = read_session(path)
+    lines = [f"# Session {record.session_id}", ""]
+    lines += [
+        f"- {line.split(maxsplit=1)[0]}: {line.split(maxsplit=1)[1]}"
+        for line in _header_lines(record)
+    ]
+    for event in record.events:
+        kind = event.get("type")
+        if kind == "message":
+            lines += [
+                "",
+                f"## {str(event.get('role', '')).capitalize()} (turn {event.get('turn')})",
+                "",
+                _fenced(str(event.get("content", ""))),
+            ]
+        elif kind == "tool_call":
+            lines += [
+                "",
+                f"### Tool `{event.get('tool')}`" + (" (error)" if event.get("is_error") else ""),
+                "",
+                "Arguments:",
+                "",
+                _fenced(json.dumps(event.get("arguments", {}), indent=2), "json"),
+                "",
+                "Result:",
+                "",
+                _fenced(_full_result(record, event)),
+            ]
+        elif kind == "check":
+            lines += [
+                "",
+                f"### Check `{event.get('command')}`: exit {event.get('exit_code')}",
+                "",
+                _fenced(str(event.get("output", ""))),
+            ]
+    lines += ["", "## End", "", _end_line(record).removeprefix("END: ")]
+    return "\n".join(lines) + "\n"
+
+
+def _fenced(text: str, language: str = "") -> str:
+    fence = "```"
+    while fence in text:
+        fence += "`"  # a longer fence than any run of backticks inside keeps the block intact
+    return f"{fence}{language}\n{text}\n{fence}"
+
+
+def export_json(path: Path) -> str:
+    """One JSON document: the header, every event (spilled results inlined) and the end."""
+    record = read_session(path)
+    events = []
+    for event in record.events:
+        if event.get("type") == "tool_call" and event.get("result_ref"):
+            events.append({**event, "result": _full_result(record, event)})
+        else:
+            events.append(event)
+    document = {"header": record.header, "events": events, "end": record.end, "torn": record.torn}
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

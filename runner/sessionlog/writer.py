@@ -1,0 +1,332 @@
+"""Write a session log as the session happens: one JSON object per line, flushed per event.
+
+Every string goes through the redactor before it reaches the disk. See docs/session-log.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import IO, TYPE_CHECKING, Any, Literal
+
+from runner.outcome import Status, Totals
+from runner.redact import Redactor
+from runner.sessionlog.files import save_prompt, spill
+from runner.sessionlog.format import (
+    Clock,
+    CompactionKind,
+    Header,
+    LogWriteError,
+    iso_utc,
+    new_session_id,
+    prompt_sha256,
+)
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+__all__ = ["DEFAULT_PREVIEW_BYTES", "DEFAULT_RESULT_CAP_BYTES", "SessionLogWriter"]
+
+DEFAULT_RESULT_CAP_BYTES = 64 * 1024
+"""Tool results and check outputs over this many UTF-8 bytes are stored in a file of their own."""
+DEFAULT_PREVIEW_BYTES = 4 * 1024
+"""How much of a spilled result stays in the log line."""
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+class SessionLogWriter:
+    """Appends events to `<out>/sessions/<session-id>.jsonl`; make one with `create`."""
+
+    def __init__(
+        self,
+        *,
+        out_dir: Path,
+        path: Path,
+        handle: IO[str],
+        header: dict[str, Any],
+        redactor: Redactor,
+        result_cap_bytes: int,
+        preview_bytes: int,
+        clock: Clock,
+    ) -> None:
+        self.out_dir = out_dir
+        """The artifacts folder (`--out`)."""
+        self.path = path
+        """The log file."""
+        self.header = header
+        """The header line as written (redacted)."""
+        self.session_id: str = header["session_id"]
+        """This session's id: the log's file name without `.jsonl`."""
+        self.prompt_path = out_dir / "prompts" / f"{header['system_prompt_sha256']}.md"
+        """The rendered system prompt, saved under its content hash."""
+        self._handle: IO[str] | None = handle
+        self._redactor = redactor
+        self._result_cap = result_cap_bytes
+        self._preview = preview_bytes
+        self._clock = clock
+        self._tool_calls = 0
+        self._checks = 0
+        self._ended = False
+
+    @classmethod
+    def create(
+        cls,
+        out_dir: Path,
+        header: Mapping[str, Any] | Header,
+        redactor: Redactor,
+        *,
+        result_cap_bytes: int = DEFAULT_RESULT_CAP_BYTES,
+        preview_bytes: int = DEFAULT_PREVIEW_BYTES,
+        clock: Clock | None = None,
+    ) -> SessionLogWriter:
+        """Start a log: save the prompt under its hash, create the file and write the header.
+
+        A header without `session_id` gets a new one from the task's `name`; one without
+        `started_at` gets the clock's time. Raises LogWriteError when a file cannot be written.
+        """
+        clock = clock or _utc_now
+        head = header if isinstance(header, Header) else Header.from_dict(header)
+        started = clock()
+        if not head.session_id:
+            name = str(head.task.get("name", "task"))
+            head = dataclasses.replace(head, session_id=new_session_id(name, started))
+        if not head.started_at:
+            head = dataclasses.replace(head, started_at=iso_utc(started))
+        line: dict[str, Any] = redactor.data(head.to_line())
+        line["system_prompt_sha256"] = prompt_sha256(line["system_prompt"])
+
+        if not _SAFE_ID.fullmatch(line["session_id"]):
+            raise ValueError(f"session id {line['session_id']!r} is not a safe file name")
+        sessions = out_dir / "sessions"
+        path = sessions / f"{line['session_id']}.jsonl"
+        save_prompt(out_dir / "prompts", line["system_prompt"], line["system_prompt_sha256"])
+        try:
+            sessions.mkdir(parents=True, exist_ok=True)
+            # "x": two sessions must never share a file, even if an id were reused.
+            handle = path.open("x", encoding="utf-8", newline="\n")
+        except OSError as error:
+            raise LogWriteError(path, error) from error
+        writer = cls(
+            out_dir=out_dir,
+            path=path,
+            handle=handle,
+            header=line,
+            redactor=redactor,
+            result_cap_bytes=result_cap_bytes,
+            preview_bytes=preview_bytes,
+            clock=clock,
+        )
+        try:
+            writer._write(line)
+        except LogWriteError:
+            handle.close()
+            raise
+        return writer
+
+    @property
+    def ended(self) -> bool:
+        """True once `end` has been written."""
+        return self._ended
+
+    def message(self, role: Literal["user", "assistant"], content: str, turn: int) -> None:
+        """A message added to the context: the task prompt, a reply, tool results, a resume note."""
+        if role not in ("user", "assistant"):
+            raise ValueError(f"message role must be user or assistant, not {role!r}")
+        self._event("message", role=role, content=content, turn=turn)
+
+    def model_call(
+        self,
+        turn: int,
+        *,
+        latency_s: float,
+        usage: Mapping[str, Any] | DataclassInstance,
+        cost_usd: float | None,
+        retries: int,
+        stop_reason: str | None,
+        model: str,
+    ) -> None:
+        """One completed model call and its usage (a mapping or a dataclass such as `llm.Usage`;
+        `estimated` is true when the provider reported none and the counts were estimated)."""
+        raw = usage if isinstance(usage, Mapping) else dataclasses.asdict(usage)
+        counts = {
+            key: int(raw.get(key) or 0)
+            for key in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+        }
+        self._event(
+            "model_call",
+            turn=turn,
+            model=model,
+            latency_s=latency_s,
+            usage={**counts, "estimated": bool(raw.get("estimated", False))},
+            cost_usd=cost_usd,
+            retries=retries,
+            stop_reason=stop_reason,
+        )
+
+    def tool_call(
+        self,
+        turn: int,
+        *,
+        tool: str,
+        server: str,
+        arguments: Mapping[str, Any],
+        result: str,
+        is_error: bool,
+        duration_s: float,
+    ) -> None:
+        """One tool call and its result; a result over the cap is stored in a file of its own."""
+        self._tool_calls += 1
+        preview, ref, size = self._spill("tool-results", self._tool_calls, result)
+        self._event(
+            "tool_call",
+            turn=turn,
+            tool=tool,
+            server=server,
+            arguments=dict(arguments),
+            result=preview,
+            result_ref=ref,
+            result_bytes=size,
+            is_error=is_error,
+            duration_s=duration_s,
+        )
+
+    def compaction(
+        self,
+        turn: int,
+        *,
+        kind: CompactionKind,
+        before_tokens: int,
+        after_tokens: int,
+        messages: Sequence[Mapping[str, str]],
+        summary: str | None = None,
+    ) -> None:
+        """The context was compacted; `messages` is the whole new context, for resume to rebuild."""
+        if kind not in ("clear_tool_results", "summary"):
+            raise ValueError(f"compaction kind must be clear_tool_results or summary, not {kind!r}")
+        self._event(
+            "compaction",
+            turn=turn,
+            kind=kind,
+            before_tokens=before_tokens,
+            after_tokens=after_tokens,
+            messages=_messages(messages),
+            summary=summary,
+        )
+
+    def resume(self, parent_id: str, messages: Sequence[Mapping[str, str]]) -> None:
+        """The context this resumed session starts from (its parent's), before any new message."""
+        self._event("resume", parent_id=parent_id, messages=_messages(messages))
+
+    def check(self, command: str, exit_code: int, output: str, attempt: int) -> None:
+        """One run of a success check; long output is stored in a file of its own."""
+        self._checks += 1
+        preview, ref, size = self._spill("check-output", self._checks, output)
+        self._event(
+            "check",
+            command=command,
+            exit_code=exit_code,
+            output=preview,
+            output_ref=ref,
+            output_bytes=size,
+            attempt=attempt,
+        )
+
+    def retry(
+        self, turn: int, attempt: int, reason: str, status: int | None, wait_s: float
+    ) -> None:
+        """A model call failed and is retried after `wait_s`; `status`: its HTTP status, if any."""
+        self._event(
+            "retry", turn=turn, attempt=attempt, reason=reason, status=status, wait_s=wait_s
+        )
+
+    def warning(self, message: str) -> None:
+        """Something the operator should know that did not stop the session (e.g. resume drift)."""
+        self._event("warning", message=message)
+
+    def end(
+        self,
+        status: Status,
+        reason: str,
+        totals: Totals,
+        result: str | None = None,
+        *,
+        kind: str | None = None,
+    ) -> None:
+        """The last line: how the session ended. Nothing may be written after it."""
+        self._event(
+            "end",
+            status=status,
+            reason=reason,
+            kind=kind,
+            result=result,
+            totals=dataclasses.asdict(totals),
+        )
+        self._ended = True
+        self.close()
+
+    def close(self) -> None:
+        """Close the file. A log closed without `end` reads as incomplete (and resumable)."""
+        if self._handle is not None:
+            handle, self._handle = self._handle, None
+            try:
+                handle.close()
+            except OSError as error:
+                raise LogWriteError(self.path, error) from error
+
+    def __enter__(self) -> SessionLogWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _event(self, event_type: str, /, **fields: Any) -> None:
+        if self._ended:
+            raise RuntimeError(
+                f"session log {self.path} already has its end line; writing {event_type} is a bug"
+            )
+        if self._handle is None:
+            raise RuntimeError(f"session log {self.path} is closed; cannot write {event_type}")
+        line = {"type": event_type, **fields, "ts": iso_utc(self._clock())}
+        self._write(line)
+
+    def _write(self, line: dict[str, Any]) -> None:
+        assert self._handle is not None
+        text = json.dumps(line, ensure_ascii=False, default=str)
+        if self._redactor.may_be_in_json(text):
+            text = json.dumps(self._redactor.data(line), ensure_ascii=False, default=str)
+        # Readers that split with str.splitlines would break a line at these; JSON may escape them.
+        text = text.translate(_LINE_BREAKS)
+        try:
+            self._handle.write(text + "\n")
+            # Flushed per event so that a killed process leaves every earlier event readable;
+            # fsync is left to the OS (a crash of the machine, not the process, may lose a tail).
+            self._handle.flush()
+        except OSError as error:
+            raise LogWriteError(self.path, error) from error
+
+    def _spill(self, folder: str, number: int, text: str) -> tuple[str, str | None, int]:
+        """(text or its preview, reference of the spill file or None, size in UTF-8 bytes)."""
+        redacted = self._redactor.text(text)
+        ref = f"{self.session_id}/{folder}/{number}.txt"
+        return spill(self.path.parent, ref, redacted, self._result_cap, self._preview)
+
+
+def _messages(messages: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
+    return [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]

@@ -1,0 +1,23 @@
+"""Task files (DESIGN section 3): YAML read with line positions, checked against typed models,
+params filled, `${VAR}` interpolated, extensions merged over the config's, paths made absolute.
+
+`discover_task_files` expands the command line's paths; `load_tasks` turns files into `Task`s or
+raises one `TaskFileError` listing every problem as `file:line:column: field: message`.
+"""
+
+from __future__ import annotations
+
+from runner.task.loader import Task, discover_task_files, load_tasks
+from runner.task.model import Expect, Limits, Success, SuiteSpec, TaskSpec, parse_duration
+
+__all__ = [
+    "Expect",
+    "Limits",
+    "Success",
+    "SuiteSpec",
+    "Task",
+    "TaskSpec",
+    "discover_task_files",
+    "load_tasks",
+    "parse_duration",
+]

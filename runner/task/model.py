@@ -1,0 +1,156 @@
+"""The task file schema (DESIGN section 3) as pydantic models: one docstring per field."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+
+from runner.mcp import ToolPolicy
+
+__all__ = [
+    "Duration",
+    "Expect",
+    "Limits",
+    "Success",
+    "SuiteSpec",
+    "TaskSpec",
+    "parse_duration",
+]
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(value: Any) -> float:
+    """Seconds from `90`, `90s`, `20m`, `1h`, `1h30m` or `500ms`."""
+    if isinstance(value, bool):
+        raise ValueError("expected a duration like 90s, 20m or 1h")
+    if isinstance(value, int | float):
+        seconds = float(value)
+    elif isinstance(value, str):
+        text = value.strip().replace(" ", "")
+        parts = _DURATION_PART.findall(text)
+        if not text or "".join(n + u for n, u in parts) != text:
+            raise ValueError(f"{value!r} is not a duration; write it like 90s, 20m, 1h or 1h30m")
+        seconds = sum(float(number) * _UNIT_SECONDS[unit] for number, unit in parts)
+    else:
+        raise ValueError("expected a duration like 90s, 20m or 1h")
+    if seconds <= 0:
+        raise ValueError("a duration must be more than zero")
+    return seconds
+
+
+Duration = Annotated[float, BeforeValidator(parse_duration)]
+"""Seconds, written in a task file as `90s`, `20m`, `1h` or a plain number of seconds."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Limits(_Strict):
+    """Budgets; reaching one ends the task as `budget_exceeded`."""
+
+    max_turns: int | None = Field(50, gt=0)
+    """Model calls per task."""
+    max_tokens: int | None = Field(None, gt=0)
+    """Input plus output tokens per task."""
+    max_cost_usd: float | None = Field(None, gt=0)
+    """Cost per task in US dollars."""
+    timeout: Duration | None = None
+    """Wall time per task."""
+    tool_timeout: Duration | None = None
+    """Time per tool call; overrides an extension's own `timeout`."""
+
+
+class Expect(_Strict):
+    """Checks on the `attempt_completion` result."""
+
+    regex: str | None = None
+    """A regular expression the result must contain a match of."""
+    json_schema: dict[str, Any] | None = None
+    """A JSON Schema the result, parsed as JSON, must satisfy."""
+
+    @field_validator("regex")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a valid regular expression: {exc}") from None
+        return value
+
+    @field_validator("json_schema")
+    @classmethod
+    def _valid_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            import jsonschema
+
+            try:
+                jsonschema.validators.validator_for(value).check_schema(value)
+            except jsonschema.SchemaError as exc:
+                raise ValueError(f"not a valid JSON Schema: {exc.message}") from None
+        return value
+
+
+class Success(_Strict):
+    """How a completed task is judged."""
+
+    check: str | None = None
+    """Shell command run in the workdir after completion; exit 0 = pass."""
+    retries: int = Field(0, ge=0, le=20)
+    """Times a failed check's output is sent back to the agent to repair."""
+    check_timeout: Duration = 600.0
+    """Time limit of the check command."""
+    expect: Expect | None = None
+    """Checks on the completion result."""
+
+
+class TaskSpec(_Strict):
+    """One task as written in a file (after suite defaults are merged in)."""
+
+    name: str = Field("", max_length=200)
+    """Unique name; default: the file's stem."""
+    description: str = ""
+    """One line on what the task is for."""
+    prompt: str = Field(min_length=1)
+    """The first user message; `{{param}}` takes a declared param."""
+    params: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    """Declared params with their defaults; `--param KEY=VALUE` overrides."""
+    model: str | None = None
+    """`PROVIDER:MODEL`; default: the settings' model."""
+    workdir: str = "."
+    """Where tools run, relative to the task file."""
+    prompts: list[str] = Field(default_factory=list)
+    """Extra prompt section folders, relative to the task file."""
+    sections: dict[str, str] = Field(default_factory=dict)
+    """Inline prompt sections by title."""
+    extensions: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """MCP servers, merged over the config file's (validated after the merge)."""
+    tools: ToolPolicy = ToolPolicy()
+    """Which tools the agent may call."""
+    limits: Limits = Limits()
+    """Budgets."""
+    success: Success = Success()
+    """How the result is judged."""
+    tool_mode: Literal["xml", "native"] = "xml"
+    """How tool calls are made: XML in text (default) or the provider's native tool API."""
+
+    @field_validator("name")
+    @classmethod
+    def _printable_name(cls, value: str) -> str:
+        if value and not value.isprintable():
+            raise ValueError("a task name must be printable text on one line")
+        return value.strip()
+
+
+class SuiteSpec(_Strict):
+    """A file with several tasks sharing defaults."""
+
+    defaults: dict[str, Any] = Field(default_factory=dict)
+    """Task fields every task of the file starts from."""
+    tasks: list[dict[str, Any]] = Field(min_length=1)
+    """The tasks; each is a task as in a single-task file."""

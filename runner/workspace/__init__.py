@@ -1,0 +1,28 @@
+"""The built-in workspace (DESIGN section 5): file and command tools confined to one root.
+
+`WorkspaceTools` holds the tools as plain methods over a `Confinement` (paths), `files`
+(read, write, replace, list, search) and `commands` (execute_command, with the `reaper` that
+kills a command's process group however the runner dies). The hub calls them in-process;
+`runner.workspace.server` serves the same tools over stdio for any MCP client (`agent-runner mcp
+workspace`, `python -m runner.workspace`). `tree` is the bounded, .gitignore-aware folder walk
+that the prompt's file list shares. Importing this face imports no MCP SDK.
+"""
+
+from __future__ import annotations
+
+from runner.workspace.paths import Confinement, WorkspaceError
+from runner.workspace.reaper import Reaper, shared_reaper
+from runner.workspace.tools import DESCRIPTIONS, WorkspaceTools, error_text
+from runner.workspace.tree import Listing, list_tree
+
+__all__ = [
+    "DESCRIPTIONS",
+    "Confinement",
+    "Listing",
+    "Reaper",
+    "WorkspaceError",
+    "WorkspaceTools",
+    "error_text",
+    "list_tree",
+    "shared_reaper",
+]

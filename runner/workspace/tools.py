@@ -1,0 +1,183 @@
+"""The workspace's six tools as plain methods, with the descriptions the model reads.
+
+One definition serves both ways the tools are reached: `runner.workspace` serves them over MCP
+(`agent-runner mcp workspace`), and `runner.hub_local` calls them in-process for the runner's own
+built-in workspace, without importing the MCP SDK. The parameter annotations are the tools' input
+schemas; the descriptions are shown to the model in its system prompt, so they say exactly what
+each tool does and refuses. A refused call raises `WorkspaceError` (or `OSError`), whose text the
+model gets back through `error_text`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field
+
+from runner.workspace.commands import DEFAULT_TIMEOUT_S, MAX_OUTPUT_CHARS, Commands, GroupWatcher
+from runner.workspace.files import MAX_LIST_ENTRIES, MAX_READ_LINES, Files, parse_blocks
+from runner.workspace.paths import Confinement, WorkspaceError
+
+__all__ = ["DESCRIPTIONS", "WorkspaceTools", "error_text"]
+
+_PATH = "Path of the file, relative to the workspace root."
+_REPLACE_DESCRIPTION = """\
+Edit a file by exact search and replace. Each edit is a block:
+
+<<<<<<< SEARCH
+exact lines currently in the file
+=======
+the lines to put in their place
+>>>>>>> REPLACE
+
+Put several blocks in one `diff` to make several edits; they apply in order. SEARCH must match the \
+file exactly once, whitespace and indentation included: include enough surrounding lines to make \
+it unique. A SEARCH that matches nothing or more than one place is refused (the error shows the \
+closest lines). Instead of `diff` you may give one edit as `search` and `replace`. The edit is \
+refused if the file changed since you last read it: read it again first. To create a file or \
+rewrite it whole, use write_to_file."""
+
+DESCRIPTIONS: dict[str, str] = {
+    "read_file": (
+        "Read a text file and return it with line numbers, as `N | line`. Shows at most "
+        f"{MAX_READ_LINES} lines per call; use start_line/end_line for a part of a long file. "
+        "Binary files are refused. Line numbers are for reference only: never include the "
+        "`N | ` prefix in edits."
+    ),
+    "write_to_file": (
+        "Write a whole file: create it, or replace all of its content. Missing parent "
+        "folders are created. For small changes to an existing file prefer replace_in_file. "
+        "Files inside .git/ cannot be written."
+    ),
+    "replace_in_file": _REPLACE_DESCRIPTION,
+    "list_files": (
+        "List the files and folders in a folder (folders end with `/`). Entries ignored by "
+        "the repository's .gitignore files, and .git itself, are left out. At most "
+        f"{MAX_LIST_ENTRIES} entries; a note says when the list was cut."
+    ),
+    "search_files": (
+        "Search file contents with a regular expression (ripgrep/Python syntax). Returns "
+        "`path:line:text` for matches and `path-line-text` for one line of context around "
+        "each, skipping binary and .gitignore'd files. The number of matches is bounded."
+    ),
+    "execute_command": (
+        "Run a shell command (/bin/sh -c) in the workspace root and return its exit code and "
+        f"output (stdout and stderr together). Output over {MAX_OUTPUT_CHARS} characters is "
+        "cut in the middle; the full output is saved to a file whose path is given, readable "
+        "with read_file. The command has no stdin; it and every process it starts are killed "
+        "when it ends or times out. Destructive commands (deleting /, mkfs, fork bombs, "
+        "writing to /etc, /usr, /bin, /boot) are refused."
+    ),
+}
+"""Every tool, in the order it is listed, with its description; the keys are method names."""
+
+
+class WorkspaceTools:
+    """The tools, confined to `root`; full command outputs are kept in `output_dir`.
+
+    `env` is the whole environment of the commands `execute_command` runs (None: this process's
+    own, which is what the stdio server wants, since the hub already gave it a minimal one).
+    `watcher` is told about every command's process group while it runs, so that a reaper can
+    kill it if this process dies first.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        output_dir: Path,
+        *,
+        env: Mapping[str, str] | None = None,
+        watcher: GroupWatcher | None = None,
+    ) -> None:
+        self.paths = Confinement(root, readable=(output_dir,))
+        self._files = Files(self.paths)
+        self._commands = Commands(self.paths, output_dir, env=env, watcher=watcher)
+
+    def read_file(
+        self,
+        path: Annotated[str, Field(description=_PATH)],
+        start_line: Annotated[
+            int | None, Field(description="First line to show (1-based); default 1.")
+        ] = None,
+        end_line: Annotated[
+            int | None, Field(description="Last line to show (inclusive); default the end.")
+        ] = None,
+    ) -> str:
+        return self._files.read(path, start_line, end_line)
+
+    def write_to_file(
+        self,
+        path: Annotated[str, Field(description=_PATH)],
+        content: Annotated[str, Field(description="The complete new content of the file.")],
+    ) -> str:
+        return self._files.write(path, content)
+
+    def replace_in_file(
+        self,
+        path: Annotated[str, Field(description=_PATH)],
+        diff: Annotated[
+            str | None,
+            Field(description="One or more SEARCH/REPLACE blocks in the format above."),
+        ] = None,
+        search: Annotated[
+            str | None, Field(description="Instead of diff: the exact text to find.")
+        ] = None,
+        replace: Annotated[
+            str | None, Field(description="Instead of diff: the text to put in its place.")
+        ] = None,
+    ) -> str:
+        return self._files.replace(path, _blocks(diff, search, replace))
+
+    def list_files(
+        self,
+        path: Annotated[
+            str, Field(description="Folder, relative to the workspace root; default the root.")
+        ] = ".",
+        recursive: Annotated[
+            bool, Field(description="true: also list everything in the subfolders.")
+        ] = False,
+    ) -> str:
+        return self._files.list(path, recursive)
+
+    async def search_files(
+        self,
+        path: Annotated[
+            str, Field(description="Folder (or file) to search, relative to the root.")
+        ],
+        regex: Annotated[str, Field(description="The regular expression to look for.")],
+        file_pattern: Annotated[
+            str | None, Field(description="Only search files matching this glob, e.g. `*.py`.")
+        ] = None,
+    ) -> str:
+        return await self._commands.search(path, regex, file_pattern)
+
+    async def execute_command(
+        self,
+        command: Annotated[str, Field(description="The shell command line to run.")],
+        timeout_s: Annotated[
+            float | None,
+            Field(
+                description=f"Seconds before the command is killed; default {DEFAULT_TIMEOUT_S:g}."
+            ),
+        ] = None,
+    ) -> str:
+        return await self._commands.execute(command, timeout_s)
+
+
+def error_text(exc: WorkspaceError | OSError) -> str:
+    """What the model reads for a refused call."""
+    if isinstance(exc, WorkspaceError):
+        return str(exc)
+    return f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")
+
+
+def _blocks(diff: str | None, search: str | None, replace: str | None) -> list[tuple[str, str]]:
+    if diff:
+        return parse_blocks(diff)
+    if search is not None and replace is not None:
+        return [(search, replace)]
+    raise WorkspaceError(
+        "give either `diff` (SEARCH/REPLACE blocks) or both `search` and `replace`"
+    )

@@ -1,0 +1,72 @@
+"""`report merge` joins shard reports: every testcase kept, totals summed."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from runner.errors import ExitCode
+from runner.outcome import RunSummary, TaskOutcome, Totals
+from runner.redact import Redactor
+from runner.report.junit import write_junit
+from runner.report.summary import write_summary_json
+
+
+def shard(tmp_path: Path, name: str, outcomes: list[TaskOutcome]) -> tuple[Path, Path]:
+    summary = RunSummary(
+        run_id=name,
+        runner_version="0",
+        model="m",
+        outcomes=outcomes,
+        exit_code=ExitCode.OK,
+        out_dir=tmp_path,
+    )
+    junit, summary_path = tmp_path / f"{name}.xml", tmp_path / f"{name}.json"
+    write_junit(summary, junit, Redactor())
+    write_summary_json(summary, summary_path, Redactor())
+    return junit, summary_path
+
+
+def outcome(name: str, status, cost: float) -> TaskOutcome:
+    code = {"passed": ExitCode.OK, "failed": ExitCode.FAILED}[status]
+    return TaskOutcome(
+        name=name,
+        task_file=Path(f"{name}.yaml"),
+        status=status,
+        exit_code=code,
+        totals=Totals(turns=2, cost_usd=cost),
+    )
+
+
+def test_report_merge_keeps_every_testcase_and_sums_totals(run_cli, tmp_path):
+    a_xml, a_json = shard(
+        tmp_path, "a", [outcome("t1", "passed", 0.5), outcome("t2", "failed", 0.25)]
+    )
+    b_xml, b_json = shard(tmp_path, "b", [outcome("t3", "passed", 1.0)])
+    out = tmp_path / "merged.xml"
+    result = run_cli(
+        "report",
+        "merge",
+        str(a_xml),
+        str(b_xml),
+        "-o",
+        str(out),
+        "--summary",
+        str(a_json),
+        str(b_json),
+    )
+    assert result.returncode == 0, result.stderr
+    root = ET.parse(out).getroot()
+    assert sorted(c.get("name") for c in root.iter("testcase")) == ["t1", "t2", "t3"]
+    assert root.get("tests") == "3" and root.get("failures") == "1"
+    merged = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    assert merged["totals"]["cost_usd"] == 1.75 and merged["passed"] == 2 and merged["failed"] == 1
+
+
+def test_report_merge_names_a_malformed_input(run_cli, tmp_path):
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<testsuites>", encoding="utf-8")
+    result = run_cli("report", "merge", str(bad), "-o", str(tmp_path / "out.xml"))
+    assert result.returncode == 2
+    assert "bad.xml" in result.stderr
