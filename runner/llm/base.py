@@ -109,7 +109,7 @@ class LLM(Protocol):
     info: ModelInfo | None
     """Context window and prices, None for a model missing from the table."""
     # An optional `shareable = True` says that tasks on the same model may share the instance
-    # (`runner.app.prepare_jobs`); a provider without it gets one instance per task.
+    # (`runner.run.app.prepare_jobs`); a provider without it gets one instance per task.
 
     async def complete(
         self,

@@ -50,8 +50,8 @@ class _ListedTool(Protocol):
 
 
 class _Server(Protocol):
-    """What the hub needs of a connection: an MCP client (`runner.hub_connection.Connection`), or
-    the in-process workspace (`runner.hub_local.LocalConnection`)."""
+    """What the hub needs of a connection: an MCP client (`runner.mcp.connection.Connection`), or
+    the in-process workspace (`runner.mcp.local.LocalConnection`)."""
 
     config: ExtensionConfig
 

@@ -1,7 +1,7 @@
 """The built-in workspace entry and the environment a stdio server gets.
 
-Kept apart from `runner.hub` so that task loading and `validate` can use them without importing
-the MCP SDK. Extensions are merged by the task loader (`runner.extension.overlay`).
+Task loading uses these too; like the rest of the `runner.mcp` face they import no MCP SDK.
+Extensions are merged by the task loader (`runner.mcp.extension.overlay`).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def workspace_extension(root: Path) -> ExtensionConfig:
 def builtin_workspace_root(config: ExtensionConfig) -> str | None:
     """The root of the built-in workspace when `config` still runs it as shipped, else None.
 
-    Such a server is served in-process (`runner.hub_local`); one whose command or arguments the
+    Such a server is served in-process (`runner.mcp.local`); one whose command or arguments the
     task or config replaced is started as the stdio server it describes.
     """
     unchanged = (

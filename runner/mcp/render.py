@@ -1,7 +1,7 @@
 """Hub events, the tool policy, and the text of results and failures every connection shares.
 
 Free of the MCP SDK, so that a task using only the in-process workspace never imports it; the
-rendering of MCP result objects is in `runner.hub_results`.
+rendering of MCP result objects is in `runner.mcp.results`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The JSON run summary, the run's exit code, and what every report shares (DESIGN section 9).
 
-The other reports build on this module: `runner.report_junit` (JUnit XML and `report merge`),
-`runner.report_console` (task lines and the final table) and `runner.report_github` (step summary,
+The other reports build on this module: `runner.report.junit` (JUnit XML and `report merge`),
+`runner.report.console` (task lines and the final table) and `runner.report.github` (step summary,
 annotations, outputs, masks). Nothing here reads the environment.
 """
 

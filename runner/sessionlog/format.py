@@ -1,7 +1,8 @@
 """The session log's contract: format version, header, session ids, timestamps and errors.
 
-Shared by the writer (`runner.log_writer`) and the reader (`runner.log_reader`); import all three
-through `runner.log`. The format: docs/session-log.md and docs/session-log.schema.json.
+Shared by the writer (`runner.sessionlog.writer`) and the reader (`runner.sessionlog.reader`);
+other wings import all three through `runner.sessionlog`. The format: docs/session-log.md and
+docs/session-log.schema.json.
 """
 
 from __future__ import annotations

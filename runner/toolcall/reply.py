@@ -26,7 +26,7 @@ The reply is parsed by the known tools' names and their parameter names, not as 
   Other unknown tags (`<div>`) are prose.
 - Text outside calls is the reasoning; code fences left empty by removing calls are dropped.
 
-Scanning (runner.toolcall_scan) uses `str.find` and anchored regex matches and remembers its
+Scanning (runner.toolcall.scan) uses `str.find` and anchored regex matches and remembers its
 searches, so the work is linear in the reply's length.
 """
 

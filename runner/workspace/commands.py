@@ -67,7 +67,7 @@ def blocked_reason(command: str) -> str | None:
 
 
 class GroupWatcher(Protocol):
-    """Told about each command's process group while it runs (`runner.reaper.Reaper`)."""
+    """Told about each command's process group while it runs (`runner.workspace.reaper.Reaper`)."""
 
     def watch(self, pgid: int) -> None: ...
 

@@ -1,6 +1,6 @@
 """File tools of the workspace server: read, write, search/replace edits, listing.
 
-Plain functions over a `Confinement`; the MCP wiring is in `runner.workspace`.
+Plain functions over a `Confinement`; the MCP wiring is in `runner.workspace.server`.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The built-in `workspace` MCP server: files and commands, confined to one root (DESIGN section 5).
 
 `agent-runner mcp workspace --root DIR` (or `python -m runner.workspace --root DIR`) serves the
-tools of `runner.workspace_tools` over stdio, for any MCP client. The runner itself calls the same
-tools in-process (`runner.hub_local`) unless the task replaces the workspace's command.
+tools of `runner.workspace.tools` over stdio, for any MCP client. The runner itself calls the same
+tools in-process (`runner.mcp.local`) unless the task replaces the workspace's command.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The workspace's six tools as plain methods, with the descriptions the model reads.
 
-One definition serves both ways the tools are reached: `runner.workspace` serves them over MCP
-(`agent-runner mcp workspace`), and `runner.hub_local` calls them in-process for the runner's own
+One definition serves both ways the tools are reached: `runner.workspace.server` serves them
+(`agent-runner mcp workspace`), and `runner.mcp.local` calls them in-process for the runner's own
 built-in workspace, without importing the MCP SDK. The parameter annotations are the tools' input
 schemas; the descriptions are shown to the model in its system prompt, so they say exactly what
 each tool does and refuses. A refused call raises `WorkspaceError` (or `OSError`), whose text the
