@@ -198,8 +198,17 @@ class Started:
         )
 
 
-def start(scenario: Scenario, root: Path, server: FakeModelServer | None = None) -> Started:
-    """Write the scenario under `root`, start its server (unless given one) and the runner."""
+def start(
+    scenario: Scenario,
+    root: Path,
+    server: FakeModelServer | None = None,
+    launcher: Sequence[str] = ("-m", "runner"),
+) -> Started:
+    """Write the scenario under `root`, start its server (unless given one) and the runner.
+
+    `launcher` comes between the interpreter and the runner's arguments: `-m runner` runs the
+    CLI as users do; `-c CODE` runs it under a harness of the test's own.
+    """
     prepare(scenario, root)
     if server is None:
         server = FakeModelServer(scenario.steps, default=scenario.default).start()
@@ -213,7 +222,7 @@ def start(scenario: Scenario, root: Path, server: FakeModelServer | None = None)
         (root / "stderr.txt").open("wb") as stderr,
     ):
         process = subprocess.Popen(
-            [sys.executable, "-m", "runner", *args],
+            [sys.executable, *launcher, *args],
             cwd=root,
             env=env,
             stdin=subprocess.DEVNULL,
