@@ -4,7 +4,7 @@ servers, lists their tools under the task's policy and routes calls to them.
 `McpHub` serves the built-in workspace in-process (`runner.mcp.local`) and reaches every other
 server over stdio, SSE or streamable HTTP (`runner.mcp.connection`, imported only when such a
 server is configured: it is the one place the MCP SDK is imported). Importing this face imports
-no SDK, so task loading and `validate` stay light.
+no SDK: task loading and `validate` never load it.
 """
 
 from __future__ import annotations

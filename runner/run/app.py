@@ -41,7 +41,16 @@ from runner.run.session import ResumePoint, RunContext, run_task
 from runner.settings import Settings, environ
 from runner.task import Task
 
-__all__ = ["Job", "RunOptions", "execute", "select_tasks", "shard_of"]
+__all__ = [
+    "Job",
+    "RunOptions",
+    "execute",
+    "parse_shard",
+    "prepare_jobs",
+    "run_tasks",
+    "select_tasks",
+    "shard_of",
+]
 
 
 @dataclass(frozen=True)
