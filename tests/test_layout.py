@@ -222,7 +222,8 @@ def test_each_face_says_what_its_wing_does_and_offers_only_what_it_has(wing: str
 def test_the_wheel_lists_every_package_of_runner() -> None:
     config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
     listed = set(config["tool"]["setuptools"]["packages"])
-    packages = {name for name, path in runner_modules().items() if path.name == "__init__.py"}
+    modules = runner_modules()
+    packages = {name for name in modules if is_package(name, modules)}
     assert packages <= listed, sorted(packages - listed)
 
 

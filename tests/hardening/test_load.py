@@ -81,14 +81,14 @@ OPEN_AFTER_MAIN = """
 import os, sys
 from runner.cli import main
 code = main()
-fds = {}
+targets = []
 for fd in os.listdir("/proc/self/fd"):
     try:
-        fds[fd] = os.readlink(f"/proc/self/fd/{fd}")
+        targets.append(os.readlink(f"/proc/self/fd/{fd}"))
     except OSError:
         pass  # the listing's own descriptor, closed by now
 with open("open-after-main.txt", "w", encoding="utf-8") as out:
-    out.write("\\n".join(sorted(fds.values())))
+    out.write("\\n".join(sorted(targets)))
 sys.stdout.flush()
 sys.stderr.flush()
 os._exit(code)
