@@ -18,7 +18,13 @@ def load_selected_tasks(
 ) -> list[Task]:
     """Discover and load tasks with the config's extensions and the process environment."""
     files = discover_task_files(paths)
-    return load_tasks(files, params=params, config_extensions=settings.extensions, env=environ())
+    return load_tasks(
+        files,
+        params=params,
+        config_extensions=settings.extensions,
+        env=environ(),
+        config_agents=settings.agents,
+    )
 
 
 def check_sections(task: Task, settings: Settings) -> None:

@@ -116,6 +116,7 @@ def _task_for(record: SessionRecord, settings: Settings) -> Task:
                 params=recorded.get("params") or {},
                 config_extensions=settings.extensions,
                 env=environ(),
+                config_agents=settings.agents,
             )
         except ConfigError as exc:
             _warn(f"{task_file} no longer loads ({exc}); resuming from the logged task")
