@@ -9,6 +9,7 @@ docs/session-log.schema.json. The code lives in `format` (the versioned contract
 
 from __future__ import annotations
 
+from runner.sessionlog.children import child_log_path, children_of
 from runner.sessionlog.format import (
     EVENT_TYPES,
     FORMAT_VERSION,
@@ -48,6 +49,8 @@ __all__ = [
     "LogWriteError",
     "SessionLogWriter",
     "SessionRecord",
+    "child_log_path",
+    "children_of",
     "export_json",
     "export_markdown",
     "find_sessions",
