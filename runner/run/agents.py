@@ -16,13 +16,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from runner.errors import ConfigError
 from runner.llm import LLM
 from runner.mcp import ToolPolicy, policy_allows
 from runner.redact import Redactor
 from runner.run.batch import Concurrency
 from runner.run.budget import Budget
 from runner.sessionlog import SessionLogWriter
-from runner.task import AgentSpec, Task
+from runner.task import AgentSpec, Task, agent_tool_problems
 from runner.toolcall import ToolResult, ToolSpec
 
 if TYPE_CHECKING:
@@ -206,6 +207,15 @@ def agent_executor(
     """The task session's executor: the hub itself, or an AgentTools when the task has agents."""
     if not task.spec.agents:
         return hub
+    problems = agent_tool_problems(
+        task.file,
+        task.line,
+        task.spec.agents,
+        [t.name for t in hub.tools],
+        [t.name for t in hub.allowed_tools],
+    )
+    if problems:  # `validate` reports these too; a run that was not validated stops here
+        raise ConfigError("; ".join(str(problem) for problem in problems))
     redactor = ctx.redactor.with_secrets(task.secrets)
     frame = SessionFrame(task, llm, log, budget, redactor, children=children)
     return AgentTools(hub, frame, ctx)

@@ -9,7 +9,7 @@ from runner.settings import Settings, environ
 from runner.task import Task
 from runner.toolcall import ToolSpec
 
-__all__ = ["list_task_tools", "task_system_prompt"]
+__all__ = ["list_task_tools", "task_system_prompt", "task_tool_lists"]
 
 
 def task_system_prompt(
@@ -40,12 +40,18 @@ def task_system_prompt(
 
 def list_task_tools(task: Task, settings: Settings) -> list[ToolSpec]:
     """The tools the task may call, as its run offers them."""
+    from runner.run.agents import offered_tools
+
+    return offered_tools(task, task_tool_lists(task, settings)[1])
+
+
+def task_tool_lists(task: Task, settings: Settings) -> tuple[list[ToolSpec], list[ToolSpec]]:
+    """(every tool of the task's servers, those its policy allows), from started servers."""
     import anyio
 
     from runner.mcp import McpHub
-    from runner.run.agents import offered_tools
 
-    async def collect() -> list[ToolSpec]:
+    async def collect() -> tuple[list[ToolSpec], list[ToolSpec]]:
         with tempfile.TemporaryDirectory(prefix="agent-runner-prompt-") as artifacts:
             async with McpHub(
                 {k: v for k, v in task.extensions.items() if v.enabled},
@@ -56,6 +62,6 @@ def list_task_tools(task: Task, settings: Settings) -> list[ToolSpec]:
                 default_tool_timeout_s=settings.tool_timeout_s,
                 base_env=environ(),
             ) as hub:
-                return offered_tools(task, hub.allowed_tools)
+                return hub.tools, hub.allowed_tools
 
     return anyio.run(collect)

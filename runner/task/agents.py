@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -21,6 +22,7 @@ __all__ = [
     "AGENT_NAME",
     "AgentLimits",
     "AgentSpec",
+    "agent_tool_problems",
     "check_agent_names",
     "config_agent_layer",
     "unmatched_allow_patterns",
@@ -125,3 +127,82 @@ def config_agent_layer(agents: Mapping[str, Any], problems: list[Problem]) -> di
 
 
 _CONFIG_HINT = "fix `agents:` in agent-runner.yaml (or the --config file)"
+
+
+def agent_tool_problems(
+    file: Path,
+    task_line: int,
+    agents: Mapping[str, AgentSpec],
+    every: Iterable[str],
+    allowed: Iterable[str],
+) -> list[Problem]:
+    """Problems of the agents' allowlists against the task's tools, as `file:line` problems:
+    a glob that matches no tool at all (a typo), and an agent whose allowlist matches no tool
+    the task itself may call (the parent's policy always applies to its children)."""
+    every_names, allowed_names = list(every), set(allowed)
+    problems: list[Problem] = []
+    for name, agent in agents.items():
+        before = len(problems)
+        for index, pattern in enumerate(agent.tools.allow):
+            if not any(fnmatch.fnmatchcase(tool, pattern) for tool in every_names):
+                line, column = _position(file, task_line, (name, "tools", "allow", index))
+                problems.append(
+                    Problem(
+                        str(file),
+                        line,
+                        column,
+                        f"agents.{name}.tools.allow[{index}]",
+                        f"{pattern!r} matches no tool",
+                        f"tools: {', '.join(sorted(every_names)) or 'none'}",
+                    )
+                )
+        usable = [tool for tool in allowed_names if _allows(agent.tools, tool)]
+        if agent.tools.allow and not usable and len(problems) == before:
+            line, column = _position(file, task_line, (name, "tools", "allow"))
+            problems.append(
+                Problem(
+                    str(file),
+                    line,
+                    column,
+                    f"agents.{name}.tools.allow",
+                    "the allowlist matches no tool the task may call (the task's own "
+                    "`tools:` policy also binds its agents)",
+                    "allow tools the task allows, or loosen the task's `tools:`",
+                )
+            )
+    return problems
+
+
+def _allows(policy: ToolPolicy, tool: str) -> bool:
+    allowed = any(fnmatch.fnmatchcase(tool, p) for p in policy.allow)
+    return allowed and not any(fnmatch.fnmatchcase(tool, p) for p in policy.deny)
+
+
+def _position(file: Path, task_line: int, inside: tuple[str | int, ...]) -> tuple[int, int]:
+    """Where `agents.<inside>` is written for the task at `task_line` of `file` (its own
+    `agents:`, else its suite's `defaults:`); the task's line when neither holds it."""
+    from runner.task.yamlsource import YamlError, load_located
+
+    try:
+        located = load_located(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, YamlError):
+        return task_line, 1
+    if located is None:
+        return task_line, 1
+    bases: list[tuple[str | int, ...]] = [()]
+    if isinstance(located.data, dict) and isinstance(located.data.get("tasks"), list):
+        index = next(
+            (
+                i
+                for i in range(len(located.data["tasks"]))
+                if located.where(("tasks", i))[0] == task_line
+            ),
+            None,
+        )
+        bases = [("tasks", index)] if index is not None else []
+        bases.append(("defaults",))
+    for base in bases:
+        path = (*base, "agents", *inside)
+        if path in located.marks:
+            return located.marks[path]
+    return task_line, 1
