@@ -138,7 +138,6 @@ def test_a_denied_tool_and_a_recursive_sub_agent_call_get_error_results(
 
 def test_the_parent_gets_both_results_in_call_order(run: tuple[Done, FakeModelServer]) -> None:
     done, _ = run
-    parent, _ = parent_and_children(done)
     last = done.requests[-1].body["messages"][-1]["content"]
     first = last.index("[sub_agent] Result:\napp.py defines /items and /proxy")
     second = last.index("[sub_agent] Result:\nwrote notes.md")
