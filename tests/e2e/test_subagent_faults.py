@@ -188,3 +188,32 @@ def test_max_parallel_agents_one_runs_the_children_one_after_the_other(
         done = start(scenario(limits={"max_parallel_agents": 1}), module_dir / "one", server).wait()
         assert done.code == 0, done.explain()
         assert server.hold_timeouts == 1
+
+
+def test_max_depth_two_lets_a_child_start_its_own_child(module_dir: Path) -> None:
+    routes = {
+        "R-TASK": [
+            reply(call("sub_agent", agent="writer", task=WRITER_TASK)),
+            complete("the writer says: wrote"),
+        ],
+        "W-TASK": [complete("wrote")],
+    }
+    steps = [reply(call("sub_agent", agent="reader", task=READER_TASK)), complete("done")]
+    agents = {**AGENTS, "reader": {**AGENTS["reader"], "tools": {"allow": ["read_file"]}}}
+    task = {"prompt": "Use the agents.", "agents": agents, "limits": {"max_depth": 2}}
+    with FakeModelServer(steps, routes=routes) as server:
+        done = start(Scenario(task=task), module_dir / "depth", server).wait()
+    assert done.code == 0, done.explain()
+    _, children = split(done.logs())
+    reader, writer = children["reader"], children["writer"]
+    assert writer.header["parent_session_id"] == reader.session_id
+    reader_system = next(
+        r.body["messages"][0]["content"]
+        for r in done.requests
+        if "R-TASK" in str(r.body["messages"][1]["content"])
+    )
+    assert "## sub_agent" in reader_system and "## list_files" not in reader_system
+    assert sorted(done.task()["child_sessions"]) == sorted([reader.session_id, writer.session_id])
+    (call_event,) = done.events("tool_call", reader)
+    assert call_event["child_session_id"] == writer.session_id
+    assert call_event["result"] == "wrote"
