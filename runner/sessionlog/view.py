@@ -36,6 +36,13 @@ def _header_lines(record: SessionRecord) -> list[str]:
         f"model   {header.get('model', '?')}",
         f"started {header.get('started_at', '?')}",
     ]
+    call = header.get("parent_call")
+    if isinstance(call, dict) and header.get("parent_session_id"):  # a sub-agent's session
+        lines.insert(
+            1,
+            f"agent   {call.get('agent')}, started by {header['parent_session_id']} "
+            f"(turn {call.get('turn')}, sub_agent call {call.get('index')})",
+        )
     if record.torn:
         lines.append("note    the last line was torn (the process was killed while writing it)")
     return lines
