@@ -3,8 +3,8 @@
 `SessionLogWriter.create(out_dir, header, redactor)` starts `<out>/sessions/<session-id>.jsonl`;
 `read_session(path)` reads one back. The format is docs/session-log.md and
 docs/session-log.schema.json. The code lives in `format` (the versioned contract, ids, errors),
-`writer`, `files` (spilled results and the saved prompt), `reader` and `view` (`log show` and
-`log export`); import it from here.
+`writer`, `files` (spilled results and the saved prompt), `reader`, `children` (sub-agent logs
+beside their parent's) and `view` (`log show` and `log export`); import it from here.
 """
 
 from __future__ import annotations

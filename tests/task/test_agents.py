@@ -115,3 +115,14 @@ def test_a_run_with_an_allowlist_that_matches_no_tool_is_a_configuration_error(
     result = run_cli("run", "t.yaml", "--model", "openai:gpt-4.1", "--out", "OUT", env=env)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "'raed_file' matches no tool" in result.stdout + result.stderr
+
+
+def test_validate_names_a_bad_agent_of_the_config_file(run_cli, tmp_path: Path) -> None:
+    write(tmp_path / "t.yaml", "prompt: go\n")
+    write(
+        tmp_path / "cfg.yaml",
+        "agents:\n  reader: {description: Reads., prompt: You read., promt: x}\n",
+    )
+    result = run_cli("validate", "t.yaml", "--config", "cfg.yaml")
+    assert result.returncode == 2, result.stderr
+    assert "config file: agents.reader.promt: unknown key" in result.stderr
