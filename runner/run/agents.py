@@ -14,24 +14,24 @@ import contextlib
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from pathlib import Path
+from typing import Any, Protocol
 
 from runner.errors import ConfigError
 from runner.llm import LLM
 from runner.mcp import ToolPolicy, policy_allows
 from runner.redact import Redactor
 from runner.run.batch import Concurrency
-from runner.run.budget import Budget
+from runner.run.budget import Budget, RunBudget
 from runner.sessionlog import SessionLogWriter
+from runner.settings import Settings
 from runner.task import AgentSpec, Task, agent_tool_problems
 from runner.toolcall import ToolResult, ToolSpec
-
-if TYPE_CHECKING:
-    from runner.run.session import RunContext
 
 __all__ = [
     "SUB_AGENT",
     "AgentTools",
+    "RunContext",
     "SessionFrame",
     "ToolHub",
     "agent_concurrency",
@@ -43,6 +43,19 @@ __all__ = [
 
 SUB_AGENT = "sub_agent"
 """The one tool through which a parent starts its sub-agents."""
+
+
+class RunContext(Protocol):
+    """What sub-agents need of the run (`runner.run.session.RunContext` fits)."""
+
+    settings: Settings
+    run_id: str
+    out_dir: Path
+    redactor: Redactor
+    env: dict[str, str]
+    run_budget: RunBudget
+    interrupted: bool
+    models: dict[str, LLM]
 
 
 class ToolHub(Protocol):

@@ -28,8 +28,7 @@ from runner.task import AgentSpec
 from runner.toolcall import ToolResult
 
 if TYPE_CHECKING:
-    from runner.run.agents import AgentTools, SessionFrame
-    from runner.run.session import RunContext
+    from runner.run.agents import AgentTools, RunContext, SessionFrame
 
 __all__ = ["ChildBudget", "run_child"]
 
@@ -124,7 +123,13 @@ async def run_child(
         _end(child, "interrupted", why, budget, None, "signal")
         raise
     except RunnerError as error:
-        kind = "provider" if isinstance(error, ProviderError) else "config"
+        kind = (
+            "provider"
+            if isinstance(error, ProviderError)
+            else "artifacts"
+            if isinstance(error, LogWriteError)
+            else "config"
+        )
         ending = "error", kind, str(error), ""
     except Exception as error:  # a bug: the parent goes on, the traceback is kept
         ending = "error", "internal", f"internal error: {error!r}", ""
