@@ -198,6 +198,15 @@ def test_log_show_indents_the_children_under_their_calls(
         env=clean_env(done.root),
         timeout=60,
     ).stdout
+    markdown = subprocess.run(
+        [sys.executable, "-m", "runner", "log", "export", str(parent.path), "--format", "markdown"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=clean_env(done.root),
+        timeout=60,
+    ).stdout
+    assert f"> # Session {children['reader'].session_id}" in markdown
     document = json.loads(exported)
     nested = [e["child"]["header"]["session_id"] for e in document["events"] if "child" in e]
     assert nested == [children["reader"].session_id, children["writer"].session_id]
