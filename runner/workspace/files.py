@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from runner.settings import WorkspaceLimits
 from runner.workspace.paths import Confinement, WorkspaceError
 from runner.workspace.regular import read_regular, write_regular
 from runner.workspace.tree import IgnoreRules, gitignore_rules, is_ignored
@@ -28,7 +29,7 @@ __all__ = [
     "walk",
 ]
 
-MAX_READ_BYTES = 2_000_000
+MAX_READ_BYTES = WorkspaceLimits().read_max_bytes
 """Files larger than this are refused by read_file (use search_files or execute_command)."""
 MAX_READ_LINES = 2000
 """Lines read_file shows at most per call."""
@@ -57,6 +58,8 @@ class Files:
     """The file tools, with what the agent last read of each file (to refuse stale edits)."""
 
     paths: Confinement
+    max_read_bytes: int = MAX_READ_BYTES
+    """read_file refuses larger files."""
     _seen: dict[Path, str] = field(default_factory=dict)
 
     def read(self, path: str, start_line: int | None = None, end_line: int | None = None) -> str:
@@ -136,7 +139,7 @@ class Files:
         return read_regular(
             given,
             real,
-            MAX_READ_BYTES,
+            self.max_read_bytes,
             hint=" of read_file; use search_files, or execute_command with head/sed, to see "
             "parts of it",
         )
