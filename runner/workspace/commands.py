@@ -67,11 +67,14 @@ def blocked_reason(command: str) -> str | None:
 
 
 class GroupWatcher(Protocol):
-    """Told about each command's process group while it runs (`runner.workspace.reaper.Reaper`)."""
+    """Told about each command's process group while it runs, and the folder of the outputs
+    (`runner.workspace.reaper.Reaper`)."""
 
     def watch(self, pgid: int) -> None: ...
 
     def forget(self, pgid: int) -> None: ...
+
+    def watch_folder(self, folder: Path) -> None: ...
 
 
 class Commands:
@@ -108,6 +111,8 @@ class Commands:
             )
         timeout = min(max(timeout_s or DEFAULT_TIMEOUT_S, 1.0), MAX_TIMEOUT_S)
         self.output_dir.mkdir(parents=True, exist_ok=True)
+        if self._watcher is not None:  # a SIGKILLed runner leaves no unmasked output behind
+            self._watcher.watch_folder(self.output_dir)
         fd, name = tempfile.mkstemp(prefix="command-", suffix=".log", dir=self.output_dir)
         sink = OutputSink(os.fdopen(fd, "wb"), Path(name), self.limits.command_output_max_bytes)
         try:

@@ -90,11 +90,11 @@ class OutputSink:
             tail = bytes(self._tail[-_TAIL_BYTES:]).decode("utf-8", errors="replace")
             tail = tail[-_TAIL_CHARS:]
         kept = (
-            f"the full output is in {self.path}"
+            f"the full output ({self.total} bytes) is in {self.path}"
             if self.total <= self._max_bytes
-            else f"its first {self._max_bytes} bytes and its end are in {self.path}"
+            else f"its first {self._max_bytes} bytes and its end (of {self.total} bytes) are in "
+            f"{self.path}"
         )
         return (
-            f"{head}\n... [output cut: {self.total} bytes in all, the middle is not shown; "
-            f"{kept}, readable with read_file] ...\n{tail}"
+            f"{head}\n... [output cut in the middle; {kept}, readable with read_file] ...\n{tail}"
         )

@@ -62,7 +62,7 @@ async def test_execute_command_runs_in_the_root_and_reports_the_exit_code(
 async def test_execute_command_caps_output_and_keeps_the_full_output(commands: Commands) -> None:
     text = await commands.execute(f"seq 1 {MAX_OUTPUT_CHARS}")
     assert len(text) < MAX_OUTPUT_CHARS + 500
-    log = Path(text.split("the full output is in ")[1].split(", readable")[0])
+    log = Path(text.split("full output (")[1].split(" is in ")[1].split(", readable")[0])
     assert log.read_text(encoding="utf-8").splitlines()[-1] == str(MAX_OUTPUT_CHARS)
     assert text.rstrip().endswith(str(MAX_OUTPUT_CHARS))
 
