@@ -8,8 +8,9 @@ from pathlib import Path
 import anyio
 import pytest
 
+from runner.settings import WorkspaceLimits
 from runner.workspace.commands import MAX_OUTPUT_CHARS, Commands, blocked_reason
-from runner.workspace.paths import WorkspaceError
+from runner.workspace.paths import Confinement, WorkspaceError
 
 
 @pytest.mark.parametrize(
@@ -88,3 +89,46 @@ def _alive(pid: int) -> bool:
     # A zombie still answers kill(0); read its state.
     stat = Path(f"/proc/{pid}/stat")
     return stat.exists() and stat.read_text().split()[2] != "Z"
+
+
+@pytest.mark.anyio
+async def test_output_over_the_cap_keeps_the_head_a_note_and_the_end(
+    paths: Confinement, tmp_path: Path
+) -> None:
+    commands = Commands(
+        paths, tmp_path / "out", limits=WorkspaceLimits(command_output_max_bytes=100_000)
+    )
+    text = await commands.execute("seq 1 200000")
+    assert text.startswith("exit code 0\n1\n2\n")
+    assert text.rstrip().endswith("\n200000")
+    assert "its first 100000 bytes and its end (of 1288895 bytes) are in" in text
+    log = Path(text.split(" are in ")[1].split(", readable")[0])
+    kept = log.read_bytes()
+    assert kept.startswith(b"1\n2\n3\n")
+    assert b"bytes not kept: over the 100000-byte limit of this file" in kept
+    assert kept.endswith(b"199999\n200000\n")
+    assert len(kept) < 100_000 + 70_000
+
+
+@pytest.mark.anyio
+async def test_output_just_over_the_cap_is_kept_whole_in_the_file(
+    paths: Confinement, tmp_path: Path
+) -> None:
+    commands = Commands(
+        paths, tmp_path / "out", limits=WorkspaceLimits(command_output_max_bytes=50)
+    )
+    text = await commands.execute("seq 1 30")
+    assert text.startswith("exit code 0\n1\n")
+    (log,) = (tmp_path / "out").iterdir()
+    assert log.read_text(encoding="utf-8") == "".join(f"{n}\n" for n in range(1, 31))
+
+
+@pytest.mark.anyio
+async def test_a_background_process_that_keeps_the_output_open_does_not_hold_the_call(
+    commands: Commands,
+) -> None:
+    # setsid leaves the command's process group, so killing the group misses it; it still holds
+    # the output pipe. The call reads on for a moment, then returns.
+    with anyio.fail_after(30):
+        text = await commands.execute("setsid sleep 30 & echo started")
+    assert text == "exit code 0\nstarted\n"

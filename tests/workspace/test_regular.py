@@ -24,7 +24,7 @@ def finishes(call: Callable[[], object]) -> BaseException | object:
     def run() -> None:
         try:
             box.append(call())
-        except BaseException as exc:  # noqa: BLE001 - handed back to the test
+        except BaseException as exc:  # handed back to the test
             box.append(exc)
 
     thread = threading.Thread(target=run, daemon=True)
