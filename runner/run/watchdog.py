@@ -115,7 +115,8 @@ class Watchdog:
         for sig, previous in self._previous.items():
             signal.signal(sig, signal.SIG_IGN if self.received else previous)
         signal.set_wakeup_fd(self._old_wakeup)
-        self._sender.send(_STOP)
+        with contextlib.suppress(OSError):  # a full buffer: the thread has stopped reading
+            self._sender.send(_STOP)
         self._thread.join()
         self._sender.close()
         self._receiver.close()
