@@ -61,25 +61,23 @@ class Located:
     """The task file under `root`, or None when the log does not say where it was."""
     workdir: Path | None
     """The workdir under `root`, or None when the log does not say where it was."""
+    workdir_problem: str = ""
+    """Why the logged workdir was not taken (it would leave the checkout); empty when it was."""
 
 
-def _inside(
-    root: Path, relative: str | None, what: str, log: Path, chosen: bool = False
-) -> Path | None:
-    """`root / relative`, refused (exit 2) when it would leave the checkout; None when the log
-    does not say, or (`chosen`) when the user chose the path with `--workdir` anyway."""
+def _inside(root: Path, relative: str | None, what: str, log: Path) -> tuple[Path | None, str]:
+    """(`root / relative`, "") or (None, why) when it would leave the checkout; (None, "") when
+    the log does not say."""
     if relative is None:
-        return None
+        return None, ""
     pure = PurePosixPath(relative)
     target = (root / pure).resolve()
     if pure.is_absolute() or "\\" in relative or not target.is_relative_to(root):
-        if chosen:
-            return None
-        raise ConfigError(
+        return None, (
             f"{log}: the log's {what} {relative!r} lies outside the checkout {root}; "
-            "the log was edited or damaged (pass --workdir to choose a workdir yourself)"
+            "the log was edited or damaged"
         )
-    return target
+    return target, ""
 
 
 def _recorded(header: Mapping[str, Any]) -> tuple[str, str | None, str | None]:
@@ -112,16 +110,19 @@ def _recorded(header: Mapping[str, Any]) -> tuple[str, str | None, str | None]:
     return cwd, under_cwd(header.get("task_file")), under_cwd((task or {}).get("workdir"))
 
 
-def locate_in_checkout(
-    header: Mapping[str, Any], log: Path, cwd: Path, workdir_chosen: bool = False
-) -> Located:
-    """The logged task file and workdir under the checkout that holds `cwd`; a path that would
-    leave it is refused (exit 2), the workdir's not when `--workdir` chose one."""
+def locate_in_checkout(header: Mapping[str, Any], log: Path, cwd: Path) -> Located:
+    """The logged task file and workdir under the checkout that holds `cwd`. A task file that
+    would leave the checkout is refused (exit 2); such a workdir is left out, with the reason."""
     root = checkout_root(cwd) or cwd.resolve()
     recorded_root, task_file, workdir = _recorded(header)
+    file_path, file_problem = _inside(root, task_file, "task file", log)
+    if file_problem:
+        raise ConfigError(file_problem)
+    workdir_path, workdir_problem = _inside(root, workdir, "workdir", log)
     return Located(
         root=root,
         recorded_root=recorded_root,
-        task_file=_inside(root, task_file, "task file", log),
-        workdir=_inside(root, workdir, "workdir", log, workdir_chosen),
+        task_file=file_path,
+        workdir=workdir_path,
+        workdir_problem=workdir_problem,
     )

@@ -49,7 +49,7 @@ def resume_sessions(
     for log in logs:
         record = read_session(log)
         check_header_names(record)
-        located = locate_in_checkout(record.header, log, Path.cwd(), workdir is not None)
+        located = locate_in_checkout(record.header, log, Path.cwd())
         task = resumed_task(
             record,
             located,

@@ -124,7 +124,9 @@ def _warn_on_drift(
     now = _comparable(json.loads(json.dumps(redactor.data(task.record()))))
     before = _comparable(record.header.get("task") or {})
     changed = sorted(k for k in set(now) | set(before) if now.get(k) != before.get(k))
-    if located.workdir is not None and located.workdir != task.workdir:
+    if located.workdir_problem:
+        changed.append(f"workdir ({located.workdir_problem})")
+    elif located.workdir is not None and located.workdir != task.workdir:
         changed.append(f"workdir (the log had {located.workdir}, the file says {task.workdir})")
     if changed:
         say(
@@ -147,6 +149,8 @@ def _with_workdir(task: Task, workdir: Path) -> Task:
 def _from_log(record: SessionRecord, located: Located, workdir: Path | None, say: Say) -> Task:
     recorded: dict[str, Any] = dict(record.header.get("task") or {})
     chosen = workdir or located.workdir
+    if chosen is None and located.workdir_problem:
+        raise ConfigError(f"{located.workdir_problem} (pass --workdir DIR to choose one)")
     if chosen is None or not chosen.is_dir():
         raise ConfigError(
             f"{record.path}: --from-log: the log's workdir "
