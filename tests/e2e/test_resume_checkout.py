@@ -150,7 +150,9 @@ def test_resume_with_the_original_deleted_uses_the_copys_src(in_c: Done) -> None
 
 def test_resume_resolves_extensions_again_from_the_current_environment(in_c: Done) -> None:
     child = newest(in_c.root / "agent-runs")
-    (call,) = [e for e in child.events if e.get("type") == "tool_call" and e["tool"] == "environment"]
+    (call,) = [
+        e for e in child.events if e.get("type") == "tool_call" and e["tool"] == "environment"
+    ]
     assert not call["is_error"], call
     # The probe server got the value of this environment (the model saw it in the result).
     assert "from-the-resuming-env" in str(in_c.requests[1].body["messages"])
