@@ -94,6 +94,11 @@ def check_only(header: dict[str, Any], root: Path) -> None:
     header["task"]["success"]["check"] = "touch pwned-check"
 
 
+def written_before_checkout(header: dict[str, Any], root: Path) -> None:
+    """A header as runners before `checkout` wrote it: paths only through `host.cwd`."""
+    del header["checkout"]
+
+
 def named(name: str) -> Callable[[dict[str, Any], Path], None]:
     def edit(header: dict[str, Any], root: Path) -> None:
         header["task"]["name"] = name
@@ -107,6 +112,7 @@ CASES: dict[str, tuple[Callable[[dict[str, Any], Path], None], bool, list[str]]]
     "from_log_outside": (hostile, False, ["--from-log"]),
     "from_log": (check_only, False, ["--from-log", "--workdir", "w"]),
     "name_escapes": (named(f"../../../{ESCAPED}"), False, []),
+    "old_log": (written_before_checkout, True, []),
 }
 
 
@@ -169,6 +175,17 @@ def test_a_task_name_that_leaves_out_is_refused(resumed: dict[str, Done]) -> Non
     assert done.code == 2, done.explain()
     assert "cannot be used as a file name" in done.stderr
     assert not list(done.root.parents[2].rglob(ESCAPED)) and done.requests == []
+
+
+def test_a_log_without_checkout_resolves_its_paths_through_its_cwd(
+    resumed: dict[str, Done],
+) -> None:
+    done = resumed["old_log"]
+    assert done.code == 0, done.explain()
+    assert (done.root / "w" / "ok.txt").is_file()
+    assert (
+        f"from {done.root.resolve() / 't.yaml'}, workdir {done.root.resolve() / 'w'}" in done.stdout
+    )
 
 
 # --- which sessions a folder resumes, and what the resumed log says --------------------------
