@@ -165,8 +165,8 @@ def _add_resume(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     resume = commands.add_parser(
         "resume",
         help="continue sessions from their logs",
-        description="Continue sessions from their logs. A directory resumes every session in it "
-        "that did not pass.",
+        description="Continue sessions from their logs, in the checkout where resume runs. A "
+        "directory resumes, per task, its latest session when that did not pass.",
     )
     resume.add_argument("paths", nargs="+", metavar="LOG_OR_DIR")
     resume.add_argument("--message", help="the user message to continue with")
