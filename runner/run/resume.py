@@ -59,7 +59,7 @@ def resume_sessions(
             workdir=workdir,
             say=say,
         )
-        say(_paths_line(log, located, task))
+        say(_paths_line(log, located, task, task.file.is_file()))
         task = _with_limits(task, args)
         model = args.model or str(record.header.get("model") or "") or None
         if args.model and args.model != record.header.get("model"):
@@ -79,11 +79,12 @@ def _chosen_workdir(text: str | Path | None) -> Path | None:
     return path
 
 
-def _paths_line(log: Path, located: Located, task: Task) -> str:
+def _paths_line(log: Path, located: Located, task: Task, from_file: bool) -> str:
     """The console line that says which files a resumed task uses, and where the log came from."""
     written = f"; the log was written in {located.recorded_root}" if located.recorded_root else ""
+    source = f"from {task.file}" if from_file else "as the log recorded it"
     return (
-        f"resume {log}: task {task.name!r} from {task.file}, workdir {task.workdir} "
+        f"resume {log}: task {task.name!r} {source}, workdir {task.workdir} "
         f"(checkout {located.root}{written})"
     )
 

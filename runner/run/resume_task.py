@@ -72,12 +72,17 @@ def resumed_task(
     task = _from_task_file(record, located, settings, params, name, say)
     if task is None:
         if not from_log:
-            where = located.task_file or record.header.get("task_file") or "(not recorded)"
+            if located.task_file is None:
+                why = "the log does not say where its task file is in the checkout"
+            elif located.task_file.is_file():
+                why = f"its task file {located.task_file} no longer has task {name!r}"
+            else:
+                why = f"its task file {located.task_file} does not exist in this checkout"
             raise ConfigError(
-                f"{record.path}: task {name!r} is not in its task file {where} in this "
-                f"checkout ({located.root}); run resume in the checkout that holds it, or pass "
-                "--from-log to run the task as the log recorded it (its success check, "
-                "extension commands and servers then run as written in the log)"
+                f"{record.path}: cannot resume task {name!r}: {why} ({located.root}). Run "
+                "resume in the checkout that holds it, or pass --from-log to run the task as the "
+                "log recorded it (its success check, extension commands and servers then run as "
+                "written in the log)"
             )
         task = _from_log(record, located, workdir, say)
     elif workdir is not None:
@@ -125,7 +130,7 @@ def _warn_on_drift(
     before = _comparable(record.header.get("task") or {})
     changed = sorted(k for k in set(now) | set(before) if now.get(k) != before.get(k))
     if located.workdir_problem:
-        changed.append(f"workdir ({located.workdir_problem})")
+        changed.append("workdir (the log's lies outside this checkout; the log was edited?)")
     elif located.workdir is not None and located.workdir != task.workdir:
         changed.append(f"workdir (the log had {located.workdir}, the file says {task.workdir})")
     if changed:
@@ -183,7 +188,11 @@ def _from_log(record: SessionRecord, located: Located, workdir: Path | None, say
                 raise ConfigError(
                     f"{record.path}:1: the header's extension {key!r} is not valid: {exc}"
                 ) from None
-    commands = [f"{k} (`{e.cmd}`)" if e.cmd else k for k, e in extensions.items() if k != WORKSPACE]
+    commands = [
+        f"{key} (`{' '.join([ext.cmd, *ext.args]) if ext.cmd else ext.type}`)"
+        for key, ext in extensions.items()
+        if key != WORKSPACE
+    ]
     say(
         f"--from-log: {record.path}: running task {spec.name!r} as the log recorded it, not "
         f"from a task file: its success check `{spec.success.check or 'none'}` and its MCP "

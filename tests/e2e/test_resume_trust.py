@@ -99,6 +99,11 @@ def written_before_checkout(header: dict[str, Any], root: Path) -> None:
     del header["checkout"]
 
 
+def file_elsewhere(header: dict[str, Any], root: Path) -> None:
+    """The header points at the parent's task file, in another folder."""
+    header["checkout"]["task_file"] = "../../parent/t.yaml"
+
+
 def named(name: str) -> Callable[[dict[str, Any], Path], None]:
     def edit(header: dict[str, Any], root: Path) -> None:
         header["task"]["name"] = name
@@ -113,6 +118,8 @@ CASES: dict[str, tuple[Callable[[dict[str, Any], Path], None], bool, list[str]]]
     "from_log": (check_only, False, ["--from-log", "--workdir", "w"]),
     "name_escapes": (named(f"../../../{ESCAPED}"), False, []),
     "old_log": (written_before_checkout, True, []),
+    "file_escapes": (file_elsewhere, True, []),
+    "workdir_flag": (lambda header, root: None, True, ["--workdir", "outside"]),
 }
 
 
@@ -143,13 +150,13 @@ def test_an_edited_header_runs_the_task_file_not_the_header(
     (child,) = children(done, {parent.log().session_id})
     assert "evil" not in child.header["task"]["extensions"]
     (drift,) = [line for line in done.stderr.splitlines() if "drifted since the session" in line]
-    assert "extensions" in drift and "success" in drift and "outside the checkout" in drift
+    assert "extensions" in drift and "success" in drift and "outside this checkout" in drift
 
 
 def test_a_missing_task_file_is_refused_without_from_log(resumed: dict[str, Done]) -> None:
     done = resumed["file_missing"]
     assert done.code == 2, done.explain()
-    assert "--from-log" in done.stderr and "is not in its task file" in done.stderr
+    assert "--from-log" in done.stderr and "t.yaml does not exist in this checkout" in done.stderr
     assert pwned(done.root) == [] and len(records(done.out)) == 1
     assert done.requests == []
 
@@ -170,6 +177,13 @@ def test_from_log_says_plainly_that_the_logs_commands_run(resumed: dict[str, Don
     assert (done.root / "w" / "pwned-check").is_file()
 
 
+def test_a_task_file_outside_the_checkout_is_refused(resumed: dict[str, Done]) -> None:
+    done = resumed["file_escapes"]
+    assert done.code == 2, done.explain()
+    assert "task file '../../parent/t.yaml' lies outside the checkout" in done.stderr
+    assert done.requests == []
+
+
 def test_a_task_name_that_leaves_out_is_refused(resumed: dict[str, Done]) -> None:
     done = resumed["name_escapes"]
     assert done.code == 2, done.explain()
@@ -186,6 +200,15 @@ def test_a_log_without_checkout_resolves_its_paths_through_its_cwd(
     assert (
         f"from {done.root.resolve() / 't.yaml'}, workdir {done.root.resolve() / 'w'}" in done.stdout
     )
+
+
+def test_workdir_flag_roots_the_tools_where_it_says(resumed: dict[str, Done]) -> None:
+    done = resumed["workdir_flag"]
+    assert done.code == 0, done.explain()
+    assert (done.root / "outside" / "ok.txt").is_file() and not (
+        done.root / "w" / "ok.txt"
+    ).exists()
+    assert f"workdir {done.root.resolve() / 'outside'} " in done.stdout
 
 
 # --- which sessions a folder resumes, and what the resumed log says --------------------------
