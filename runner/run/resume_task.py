@@ -133,6 +133,8 @@ def _warn_on_drift(
         changed.append("workdir (the log's lies outside this checkout; the log was edited?)")
     elif located.workdir is not None and located.workdir != task.workdir:
         changed.append(f"workdir (the log had {located.workdir}, the file says {task.workdir})")
+    if "params" in changed:
+        changed[changed.index("params")] = "params (pass --param KEY=VALUE to set them)"
     if changed:
         say(
             f"warning: {record.path}: task {task.name!r} drifted since the session: "
