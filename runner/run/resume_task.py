@@ -9,6 +9,7 @@ it, and says so plainly.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -26,15 +27,15 @@ from runner.task import Task, TaskSpec, load_tasks
 __all__ = ["check_header_names", "resumed_task"]
 
 Say = Callable[[str], None]
+_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+"""A session id that is safe as a file name (the writer makes them; an edited header may not)."""
 
 
 def check_header_names(record: SessionRecord) -> None:
     """Refuse (exit 2) a header whose names could not safely become file names: the session id
     (a log's file name) and the task name (a folder under `--out`, e.g. its MCP logs)."""
-    import re
-
     where = f"{record.path}:1"
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}", record.session_id):
+    if not _SAFE_ID.fullmatch(record.session_id):
         raise ConfigError(
             f"{where}: the header's session id {record.session_id!r} is not a safe file name; "
             "the log was edited or damaged"
