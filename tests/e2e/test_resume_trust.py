@@ -119,6 +119,7 @@ CASES: dict[str, tuple[Callable[[dict[str, Any], Path], None], bool, list[str]]]
     "name_escapes": (named(f"../../../{ESCAPED}"), False, []),
     "old_log": (written_before_checkout, True, []),
     "file_escapes": (file_elsewhere, True, []),
+    "id_escapes": (lambda header, root: header.update(session_id="../../x"), True, []),
     "workdir_flag": (lambda header, root: None, True, ["--workdir", "outside"]),
 }
 
@@ -175,6 +176,12 @@ def test_from_log_says_plainly_that_the_logs_commands_run(resumed: dict[str, Don
     assert "success check `touch pwned-check`" in done.stdout and "probe (`" in done.stdout
     # It ran, as it said it would, in the workdir chosen with --workdir.
     assert (done.root / "w" / "pwned-check").is_file()
+
+
+def test_a_session_id_that_is_no_file_name_is_refused(resumed: dict[str, Done]) -> None:
+    done = resumed["id_escapes"]
+    assert done.code == 2, done.explain()
+    assert "session id '../../x' is not a safe file name" in done.stderr
 
 
 def test_a_task_file_outside_the_checkout_is_refused(resumed: dict[str, Done]) -> None:
