@@ -6,6 +6,8 @@ success checks. `loop` is the agent loop, steered by `budget` (limits) and `comp
 `checks` runs the success check and `expect`; `resume` rebuilds a session from its log and runs
 on, with its task rebuilt by `resume_task` from the task file that `checkout` finds in the
 current checkout. `commands` holds `validate` and `prompt`, which load tasks without running them.
+`agents` is the `sub_agent` tool and its executor, `child` one sub-agent's session, `batch` the
+calls of one reply that run at once, `agent_resume` settles sub-agents a cut-off run left behind.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from runner.errors import ConfigError
 from runner.llm import Message
 from runner.outcome import Totals
 from runner.redact import Redactor
+from runner.run.agent_resume import settled_agent_calls
 from runner.run.app import Job, RunOptions, execute, prepare_jobs
 from runner.run.checkout import Located, locate_in_checkout
 from runner.run.resume_task import check_header_names, resumed_task
@@ -48,6 +49,11 @@ def resume_sessions(
     jobs: list[Job] = []
     for log in logs:
         record = read_session(log)
+        if record.header.get("parent_session_id"):
+            raise ConfigError(
+                f"{log}: a sub-agent's session; resume its parent "
+                f"{record.header['parent_session_id']} instead"
+            )
         check_header_names(record)
         located = locate_in_checkout(record.header, log, Path.cwd())
         task = resumed_task(
@@ -96,6 +102,9 @@ def _warn(text: str) -> None:
 def _resume_point(record: SessionRecord, message: str | None) -> ResumePoint:
     context = [Message(m["role"], m["content"]) for m in rebuild_messages(record)]  # type: ignore[arg-type]
     text = message or default_message(record)
+    settled = settled_agent_calls(record)  # sub-agents the cut-off reply started
+    if settled:
+        text = f"{settled}\n\n{text}"
     if context and context[-1].role == "user":
         # The parent stopped before the model answered its last message: fold the two together
         # so that roles keep alternating.

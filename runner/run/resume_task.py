@@ -103,7 +103,13 @@ def _from_task_file(
     if path is None or not path.is_file():
         return None
     # Extensions and `${VAR}` resolve again from this environment, exactly as `run` does.
-    tasks = load_tasks([path], params=params, config_extensions=settings.extensions, env=environ())
+    tasks = load_tasks(
+        [path],
+        params=params,
+        config_extensions=settings.extensions,
+        env=environ(),
+        config_agents=settings.agents,
+    )
     for task in tasks:
         if task.name == name:
             _warn_on_drift(record, located, task, settings, say)

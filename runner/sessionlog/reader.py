@@ -167,12 +167,13 @@ def sessions_to_resume(path: Path) -> list[Path]:
     """The logs at `path` to resume: per task, only its latest session, and only when that one
     did not pass (failed, budget_exceeded, error, interrupted, or no end line). A session that
     another session there resumed is never the latest; among the rest the latest started last
-    (`started_at`, then the file name)."""
+    (`started_at`, then the file name). Sub-agent sessions are skipped: resuming their parent
+    settles them."""
     records = [read_session(p) for p in find_sessions(path)]
     parents = {r.parent_id for r in records if r.parent_id}
     latest: dict[tuple[str, str], SessionRecord] = {}
     for record in records:
-        if record.session_id in parents:
+        if record.session_id in parents or record.header.get("parent_session_id"):
             continue
         key = _task_key(record)
         order = (str(record.header.get("started_at") or ""), record.path.name)
