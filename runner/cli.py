@@ -165,8 +165,8 @@ def _add_resume(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     resume = commands.add_parser(
         "resume",
         help="continue sessions from their logs",
-        description="Continue sessions from their logs. A directory resumes every session in it "
-        "that did not pass.",
+        description="Continue sessions from their logs, in the checkout where resume runs. A "
+        "directory resumes, per task, its latest session when that did not pass.",
     )
     resume.add_argument("paths", nargs="+", metavar="LOG_OR_DIR")
     resume.add_argument("--message", help="the user message to continue with")
@@ -175,7 +175,30 @@ def _add_resume(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     resume.add_argument("--max-tokens", type=int, help="raise the token limit")
     resume.add_argument("--task-max-cost-usd", type=float, help="raise the per-task cost limit")
     resume.add_argument("--timeout", help="raise the wall-time limit (90s, 20m, 1h)")
+    _add_resume_sources(resume)
     resume.set_defaults(handler=_resume)
+
+
+def _add_resume_sources(resume: argparse.ArgumentParser) -> None:
+    resume.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a param of the task file (the log's params are not reused)",
+    )
+    resume.add_argument(
+        "--workdir",
+        type=Path,
+        metavar="DIR",
+        help="run the tools in DIR instead of the task's workdir in this checkout",
+    )
+    resume.add_argument(
+        "--from-log",
+        action="store_true",
+        help="when the task file is missing, run the task as the log recorded it: its success "
+        "check, extension commands and servers run as written in the log",
+    )
 
 
 def _add_validate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -319,6 +342,7 @@ def _resume(args: argparse.Namespace) -> int:
     from runner.run import resume_sessions
 
     settings, options = _settings_and_options(args)
+    args.params = parse_params(args.param)
     return resume_sessions(args.paths, args, settings, options)
 
 

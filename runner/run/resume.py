@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -10,15 +9,16 @@ from typing import Any
 
 from runner.errors import ConfigError
 from runner.llm import Message
-from runner.mcp import workspace_extension
 from runner.outcome import Totals
-from runner.redact import MASK, Redactor
+from runner.redact import Redactor
 from runner.run.agent_resume import settled_agent_calls
 from runner.run.app import Job, RunOptions, execute, prepare_jobs
+from runner.run.checkout import Located, locate_in_checkout
+from runner.run.resume_task import check_header_names, resumed_task
 from runner.run.session import ResumePoint
 from runner.sessionlog import SessionRecord, read_session, rebuild_messages, sessions_to_resume
-from runner.settings import Settings, environ
-from runner.task import Limits, Task, TaskSpec, load_tasks, parse_duration
+from runner.settings import Settings
+from runner.task import Limits, Task, parse_duration
 
 __all__ = ["default_message", "resume_sessions"]
 
@@ -39,6 +39,13 @@ def resume_sessions(
     if not logs:
         print("nothing to resume: every session there passed", file=sys.stderr)
         return 0
+    workdir = _chosen_workdir(getattr(args, "workdir", None))
+    redactor = Redactor(settings.secret_values())
+    stream = sys.stderr if options.output == "json" else sys.stdout
+
+    def say(line: str) -> None:
+        print(redactor.text(line), file=sys.stderr if line.startswith("warning:") else stream)
+
     jobs: list[Job] = []
     for log in logs:
         record = read_session(log)
@@ -47,7 +54,19 @@ def resume_sessions(
                 f"{log}: a sub-agent's session; resume its parent "
                 f"{record.header['parent_session_id']} instead"
             )
-        task = _with_limits(_task_for(record, settings), args)
+        check_header_names(record)
+        located = locate_in_checkout(record.header, log, Path.cwd())
+        task = resumed_task(
+            record,
+            located,
+            settings,
+            params=getattr(args, "params", None) or {},
+            from_log=bool(getattr(args, "from_log", False)),
+            workdir=workdir,
+            say=say,
+        )
+        say(_paths_line(log, located, task, task.file.is_file()))
+        task = _with_limits(task, args)
         model = args.model or str(record.header.get("model") or "") or None
         if args.model and args.model != record.header.get("model"):
             _warn(f"{log}: model drifted: was {record.header.get('model')}, now {args.model}")
@@ -55,6 +74,25 @@ def resume_sessions(
         job.resume = _resume_point(record, args.message)
         jobs.append(job)
     return execute(jobs, settings, options)
+
+
+def _chosen_workdir(text: str | Path | None) -> Path | None:
+    if text is None:
+        return None
+    path = Path(text).resolve()
+    if not path.is_dir():
+        raise ConfigError(f"--workdir {text}: no such folder")
+    return path
+
+
+def _paths_line(log: Path, located: Located, task: Task, from_file: bool) -> str:
+    """The console line that says which files a resumed task uses, and where the log came from."""
+    written = f"; the log was written in {located.recorded_root}" if located.recorded_root else ""
+    source = f"from {task.file}" if from_file else "as the log recorded it"
+    return (
+        f"resume {log}: task {task.name!r} {source}, workdir {task.workdir} "
+        f"(checkout {located.root}{written})"
+    )
 
 
 def _warn(text: str) -> None:
@@ -111,71 +149,6 @@ def _used(record: SessionRecord) -> Totals:
                 cost_usd=float(event.get("cost_usd") or 0.0),
             )
     return used
-
-
-def _task_for(record: SessionRecord, settings: Settings) -> Task:
-    """The task from its file when it is still there (warning on drift), else from the header."""
-    recorded: dict[str, Any] = dict(record.header.get("task") or {})
-    name = str(recorded.get("name", ""))
-    task_file = Path(str(record.header.get("task_file") or ""))
-    if task_file.is_file():
-        try:
-            tasks = load_tasks(
-                [task_file],
-                params=recorded.get("params") or {},
-                config_extensions=settings.extensions,
-                env=environ(),
-                config_agents=settings.agents,
-            )
-        except ConfigError as exc:
-            _warn(f"{task_file} no longer loads ({exc}); resuming from the logged task")
-            tasks = []
-        for task in tasks:
-            if task.name == name:
-                _warn_on_drift(record, task, settings)
-                return task
-    return _task_from_record(record, recorded)
-
-
-def _warn_on_drift(record: SessionRecord, task: Task, settings: Settings) -> None:
-    redactor = Redactor([*settings.secret_values(), *task.secrets])
-    now = json.loads(json.dumps(redactor.data(task.record())))
-    before = record.header.get("task") or {}
-    changed = sorted(k for k in set(now) | set(before) if now.get(k) != before.get(k))
-    if changed:
-        _warn(f"{record.path}: task {task.name!r} drifted since the session: {', '.join(changed)}")
-
-
-def _task_from_record(record: SessionRecord, recorded: dict[str, Any]) -> Task:
-    workdir = Path(str(recorded.get("workdir", ".")))
-    if not workdir.is_dir():
-        _warn(f"{record.path}: workdir {workdir} does not exist here; using {Path.cwd()}")
-        workdir = Path.cwd()
-    fields = {k: v for k, v in recorded.items() if k in TaskSpec.model_fields}
-    fields["extensions"] = {}
-    spec = TaskSpec.model_validate(fields)
-    from runner.mcp import WORKSPACE, ExtensionConfig
-
-    extensions = {WORKSPACE: workspace_extension(workdir)}
-    for key, ext in (recorded.get("extensions") or {}).items():
-        if key == WORKSPACE:
-            extensions[key] = extensions[key].model_copy(
-                update={"enabled": ext.get("enabled", True)}
-            )
-        elif MASK in json.dumps([ext.get("envs"), ext.get("headers")]):
-            _warn(f"{record.path}: extension {key!r} needs secrets the log does not hold; skipped")
-        else:
-            extensions[key] = ExtensionConfig.model_validate(ext)
-    return Task(
-        name=spec.name,
-        file=Path(str(recorded.get("file", record.path))),
-        line=1,
-        spec=spec,
-        workdir=workdir.resolve(),
-        prompt_dirs=(),
-        extensions=extensions,
-        params=dict(recorded.get("params") or {}),
-    )
 
 
 def _with_limits(task: Task, args: Any) -> Task:

@@ -20,6 +20,7 @@ from runner.outcome import Status, TaskOutcome, Totals
 from runner.redact import Redactor
 from runner.run.agents import agent_concurrency, agent_executor, offered_tools
 from runner.run.budget import Budget, LimitExceeded, RunBudget
+from runner.run.checkout import checkout_record
 from runner.run.checks import expect_problem, feedback_for_check, run_check
 from runner.run.compaction import Compactor
 from runner.run.loop import AgentGaveUp, Completion, run_loop
@@ -225,8 +226,12 @@ def _warn_on_tool_drift(
     now = {t.name for t in tools}
     before = set(resume.expected_tools)
     if now != before:
-        added, removed = sorted(now - before), sorted(before - now)
-        line = f"tools drifted since the parent session: added {added}, removed {removed}"
+        changes = [
+            f"{what} {', '.join(names)}"
+            for what, names in (("added", sorted(now - before)), ("removed", sorted(before - now)))
+            if names
+        ]
+        line = f"tools drifted since the parent session: {'; '.join(changes)}"
         state.log.warning(line)
         ctx.say(f"warning: {line}")
 
@@ -247,6 +252,7 @@ def _open_log(
         "runner_version": __version__,
         "task": task.record(),
         "task_file": str(task.file),
+        "checkout": checkout_record(task.file, task.workdir, Path.cwd()),
         "model": f"{llm.provider}:{llm.model}",
         "system_prompt": system,
         "tools": [
@@ -290,7 +296,8 @@ async def _converse(
             resume.parent_id, [{"role": m.role, "content": m.content} for m in resume.messages]
         )
         messages = [*resume.messages, Message("user", resume.message)]
-        log.message("user", resume.message, 0)
+        # Turns continue from the parent's: the new message belongs to its last turn.
+        log.message("user", resume.message, state.budget.turns)
     compactor = Compactor(
         llm=llm,
         system=system,

@@ -165,6 +165,10 @@ class Header:
     """The session this one resumes, or None for a fresh session."""
     task_file: str = ""
     """The file the task came from."""
+    checkout: Mapping[str, Any] | None = None
+    """Where the task ran: `root` (the git work tree holding the task file) and `task_file` and
+    `workdir` relative to it; `resume` finds them again in the checkout where it runs. Optional:
+    logs written without it are resumed through `host.cwd`."""
     runner_version: str = __version__
     """The agent-runner version that wrote the log."""
     host: dict[str, str] = field(default_factory=host_facts)
@@ -199,6 +203,7 @@ class Header:
             "runner_version": self.runner_version,
             "task": copy.deepcopy(self.task),
             "task_file": self.task_file,
+            **({"checkout": dict(self.checkout)} if self.checkout is not None else {}),
             "model": self.model,
             "system_prompt": self.system_prompt,
             "system_prompt_sha256": "",

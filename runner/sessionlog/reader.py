@@ -153,20 +153,35 @@ def find_sessions(path: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*.jsonl") if p.is_file())
 
 
+def _task_key(record: SessionRecord) -> tuple[str, str]:
+    """Which task a session ran: its name and its task file (relative to the checkout when the
+    log says, so that copies of one task run on different machines count as one task)."""
+    task = record.header.get("task")
+    name = str(task.get("name", "")) if isinstance(task, dict) else ""
+    checkout = record.header.get("checkout")
+    where = checkout.get("task_file") if isinstance(checkout, dict) else None
+    return name, str(where or record.header.get("task_file") or "")
+
+
 def sessions_to_resume(path: Path) -> list[Path]:
-    """The logs at `path` that did not pass (failed, budget_exceeded, error, interrupted, or no
-    end line) and have not been resumed already: a session that is the parent of another session
-    found there is skipped, so only the newest link of each resume chain is continued. Sub-agent
-    sessions are skipped too: resuming their parent settles them."""
+    """The logs at `path` to resume: per task, only its latest session, and only when that one
+    did not pass (failed, budget_exceeded, error, interrupted, or no end line). A session that
+    another session there resumed is never the latest; among the rest the latest started last
+    (`started_at`, then the file name). Sub-agent sessions are skipped: resuming their parent
+    settles them."""
     records = [read_session(p) for p in find_sessions(path)]
     parents = {r.parent_id for r in records if r.parent_id}
-    return [
-        r.path
-        for r in records
-        if status_of(r) != "passed"
-        and r.session_id not in parents
-        and not r.header.get("parent_session_id")  # a sub-agent is resumed through its parent
-    ]
+    latest: dict[tuple[str, str], SessionRecord] = {}
+    for record in records:
+        if record.session_id in parents or record.header.get("parent_session_id"):
+            continue
+        key = _task_key(record)
+        order = (str(record.header.get("started_at") or ""), record.path.name)
+        known = latest.get(key)
+        if known is None or order > (str(known.header.get("started_at") or ""), known.path.name):
+            latest[key] = record
+    chosen = {r.path for r in latest.values() if status_of(r) != "passed"}
+    return [r.path for r in records if r.path in chosen]
 
 
 def spilled_text(log_path: Path, event: dict[str, Any]) -> str:

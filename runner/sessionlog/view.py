@@ -26,6 +26,32 @@ def _full_result(record: SessionRecord, event: dict[str, Any]) -> str:
     return str(event.get("result", ""))
 
 
+def _shown_results(record: SessionRecord) -> dict[int, str]:
+    """For each tool-results message (by event index): what it holds beyond the results its
+    tool_call lines already show (call errors, notes), often nothing. Each result is shown once,
+    with its call."""
+    from runner.toolcall import ToolResult, render_result
+
+    left: dict[int, str] = {}
+    pending: list[dict[str, Any]] = []
+    for index, event in enumerate(record.events):
+        kind = event.get("type")
+        if kind == "tool_call":
+            pending.append(event)
+        elif kind == "message":
+            if pending and event.get("role") == "user":
+                content = str(event.get("content", ""))
+                for call in pending:
+                    block = render_result(
+                        str(call.get("tool")),
+                        ToolResult(_full_result(record, call), bool(call.get("is_error"))),
+                    )
+                    content = content.replace(block, "", 1)
+                left[index] = "\n\n".join(p for p in content.split("\n\n") if p.strip())
+            pending = []
+    return left
+
+
 def _header_lines(record: SessionRecord) -> list[str]:
     header = record.header
     task = header.get("task") or {}
@@ -62,13 +88,14 @@ def _end_line(record: SessionRecord) -> str:
 
 
 def _events(record: SessionRecord, verbose: bool, depth: int = 0) -> Iterator[str]:
-    for event in record.events:
+    results = _shown_results(record)
+    for index, event in enumerate(record.events):
         kind = event.get("type")
         if kind == "message":
             role = str(event.get("role", "?")).upper()
-            content = str(event.get("content", ""))
-            if role == "USER" and not verbose and content.startswith("["):
-                continue  # tool results: shown folded with their tool_call line
+            content = results.get(index, str(event.get("content", "")))
+            if not content:
+                continue  # tool results only: each is shown with its tool_call line
             yield f"--- {role} (turn {event.get('turn')}) ---\n{content}"
         elif kind == "tool_call":
             status = "error" if event.get("is_error") else "ok"
@@ -131,14 +158,18 @@ def export_markdown(path: Path, depth: int = 0) -> str:
         f"- {line.split(maxsplit=1)[0]}: {line.split(maxsplit=1)[1]}"
         for line in _header_lines(record)
     ]
-    for event in record.events:
+    results = _shown_results(record)
+    for index, event in enumerate(record.events):
         kind = event.get("type")
         if kind == "message":
+            content = results.get(index, str(event.get("content", "")))
+            if not content:
+                continue  # tool results only: each is under its tool call below
             lines += [
                 "",
                 f"## {str(event.get('role', '')).capitalize()} (turn {event.get('turn')})",
                 "",
-                _fenced(str(event.get("content", ""))),
+                _fenced(content),
             ]
         elif kind == "tool_call":
             lines += [

@@ -155,3 +155,25 @@ def test_spilled_text_refuses_a_reference_outside_the_log_folder(tmp_path: Path)
     event = {"type": "tool_call", "result": "x", "result_ref": "../../etc/passwd"}
     with pytest.raises(LogReadError, match="outside"):
         spilled_text(log, event)
+
+
+def _run_of(out: Path, name: str, started: str, status: Status) -> str:
+    """A session of task `name` from its own `run` (no parent), started at `started`."""
+    from runner.redact import Redactor
+    from runner.sessionlog import Header, SessionLogWriter
+
+    header = Header(
+        run_id=started, task={"name": name}, model="m:x", system_prompt="", started_at=started
+    )
+    w = SessionLogWriter.create(out, header, Redactor([]))
+    w.end(status, "why", Totals())
+    return w.session_id
+
+
+def test_sessions_to_resume_takes_only_each_tasks_latest_session(tmp_path: Path) -> None:
+    _run_of(tmp_path, "fixed", "2025-01-01T00:00:02.000Z", "passed")
+    _run_of(tmp_path, "fixed", "2025-01-01T00:00:01.000Z", "failed")
+    _run_of(tmp_path, "flaky", "2025-01-01T00:00:01.000Z", "failed")
+    latest = _run_of(tmp_path, "flaky", "2025-01-01T00:00:03.000Z", "budget_exceeded")
+    _run_of(tmp_path, "flaky", "2025-01-01T00:00:02.000Z", "failed")
+    assert [p.stem for p in sessions_to_resume(tmp_path)] == [latest]

@@ -63,3 +63,43 @@ def test_run_verbose_prints_each_task_transcript(run_cli, tmp_path):
     assert "[tool list_files ok]" in result.stdout and "END: passed" in result.stdout
     quiet = run_cli("run", str(task), "--model", f"replay:{HELLO}", "--out", str(tmp_path / "q"))
     assert "[tool list_files ok]" not in quiet.stdout
+
+
+def test_log_show_verbose_and_markdown_print_each_tool_result_once(run_cli, tmp_path):
+    shown = run_cli("log", "show", "-v", str(HELLO))
+    out = tmp_path / "t.md"
+    run_cli("log", "export", str(HELLO), "--format", "markdown", "-o", str(out))
+    markdown = out.read_text(encoding="utf-8")
+    for text in (shown.stdout, markdown):
+        assert text.count('1 | """A tiny calculator') == 1
+        assert text.count("calc.py\ntest_calc.py") == 1
+
+
+def _log_with_a_call_error(tmp_path):
+    from runner.redact import Redactor
+    from runner.sessionlog import Header, SessionLogWriter
+
+    header = Header(run_id="r", task={"name": "t"}, model="openai:gpt-4.1", system_prompt="s")
+    with SessionLogWriter.create(tmp_path, header, Redactor([])) as log:
+        log.message("user", "Do it.", 0)
+        log.message("assistant", "<read_file>...</read_file><nope/>", 1)
+        log.tool_call(
+            1,
+            tool="read_file",
+            server="workspace",
+            arguments={"path": "a"},
+            result="CONTENT-ONE",
+            is_error=False,
+            duration_s=0.1,
+        )
+        log.message("user", "[read_file] Result:\nCONTENT-ONE\n\n[nope] Error:\nno tool nope", 1)
+    return log.path
+
+
+def test_log_show_keeps_what_a_results_message_adds_to_its_calls(run_cli, tmp_path):
+    path = _log_with_a_call_error(tmp_path)
+    for args in ((), ("-v",)):
+        shown = run_cli("log", "show", *args, str(path))
+        assert shown.returncode == 0, shown.stderr
+        assert shown.stdout.count("no tool nope") == 1
+        assert shown.stdout.count("CONTENT-ONE") == 1
