@@ -20,16 +20,35 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["MASK", "MIN_LENGTH", "SUBSTRING_LENGTH", "Redactor"]
+__all__ = [
+    "MASK",
+    "MIN_LENGTH",
+    "SUBSTRING_LENGTH",
+    "Redactor",
+    "looks_secret",
+    "short_secret_warnings",
+]
 
 MASK = "***"
 MIN_LENGTH = 4
 """Shorter values are never masked."""
 SUBSTRING_LENGTH = 8
 """Values at least this long are masked anywhere; shorter ones only where they stand alone."""
+
+# DESIGN 7b. AUTHOR is left out (AUTHORIZATION is not): GIT_AUTHOR_NAME is a public identity,
+# set on many CI machines.
+_SECRET_NAME = re.compile(
+    r"KEY|TOKEN|SECRET|PASSWORD|AUTH(?!OR(?!I[SZ]))|CREDENTIAL|COOKIE", re.IGNORECASE
+)
+
+
+def looks_secret(name: str) -> bool:
+    """Whether a variable or header name says its value is a secret (`GITHUB_TOKEN`,
+    `Authorization`, `X-Api-Key`); `MODE` or `PATH` do not."""
+    return _SECRET_NAME.search(name) is not None
 
 
 def _spellings(secret: str) -> list[str]:
@@ -108,3 +127,21 @@ class Redactor:
         if isinstance(value, list | tuple):
             return [self.data(v, keys=keys) for v in value]
         return value
+
+
+def short_secret_warnings(named: Mapping[str, str]) -> list[str]:
+    """One warning per secret shorter than SUBSTRING_LENGTH, naming where it came from (never
+    the value): such a value is masked only where it stands alone, or not at all."""
+    lines: dict[str, None] = {}
+    for label, value in named.items():
+        if len(value) < MIN_LENGTH:
+            lines[
+                f"warning: secret {label} is shorter than {MIN_LENGTH} characters and is not "
+                "masked (too short to mask without garbling every artifact)"
+            ] = None
+        elif len(value) < SUBSTRING_LENGTH:
+            lines[
+                f"warning: secret {label} is shorter than {SUBSTRING_LENGTH} characters: it is "
+                "masked only where it stands alone, not inside longer words"
+            ] = None
+    return list(lines)

@@ -9,7 +9,6 @@ project config (`./agent-runner.yaml`, or `--config FILE`) > the user config
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -23,6 +22,7 @@ from pydantic_settings import (
 )
 
 from runner.errors import ConfigError
+from runner.redact import SUBSTRING_LENGTH, looks_secret
 
 __all__ = [
     "PROJECT_CONFIG",
@@ -36,7 +36,6 @@ __all__ = [
 ]
 
 PROJECT_CONFIG = Path("agent-runner.yaml")
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
 
 
 class RetrySettings(BaseModel):
@@ -137,14 +136,40 @@ class Settings(BaseSettings):
     log_level: Literal["debug", "info", "warning", "error"] = "warning"
     """Verbosity of the runner's own diagnostics on stderr."""
 
+    secrets: list[str] = Field(default_factory=list)
+    """Names of environment variables whose values are secrets, beyond those whose names say so."""
+
     def secret_values(self) -> list[str]:
-        """Values that must never be written anywhere: API keys and secret-named env vars."""
-        values = [
-            key.get_secret_value()
-            for key in (self.openai_api_key, self.anthropic_api_key)
-            if key is not None
-        ]
-        return values + secret_env_values()
+        """Values that must never be written anywhere (DESIGN 7b): see `named_secrets`."""
+        return list(self.named_secrets().values())
+
+    def named_secrets(self) -> dict[str, str]:
+        """Secret values by where they came from: the provider keys, the variables listed under
+        `secrets:`, and variables whose names say KEY, TOKEN, SECRET, ... (`looks_secret`).
+
+        A variable picked up only by its name is skipped when its value is shorter than
+        SUBSTRING_LENGTH: `TOKENIZERS_PARALLELISM=false` is no credential, and masking `false`
+        would garble every artifact. Declared ones are kept whatever their length.
+        """
+        found = {
+            name: key.get_secret_value()
+            for name, key in (
+                ("OPENAI_API_KEY", self.openai_api_key),
+                ("ANTHROPIC_API_KEY", self.anthropic_api_key),
+            )
+            if key is not None and key.get_secret_value()
+        }
+        found.update(
+            (f"${name}", value)
+            for name, value in os.environ.items()
+            if value and looks_secret(name) and len(value) >= SUBSTRING_LENGTH
+        )
+        found.update(
+            (f"${name} (secrets:)", os.environ[name])
+            for name in self.secrets
+            if os.environ.get(name)
+        )
+        return found
 
 
 def user_config_path() -> Path:
@@ -159,8 +184,13 @@ def environ() -> dict[str, str]:
 
 
 def secret_env_values() -> list[str]:
-    """Values of environment variables whose names contain KEY, TOKEN, SECRET or PASSWORD."""
-    return [value for name, value in os.environ.items() if _SECRET_NAME.search(name) and value]
+    """Values of environment variables whose names look secret (`looks_secret`), long enough to
+    be credentials (see `Settings.named_secrets`)."""
+    return [
+        value
+        for name, value in os.environ.items()
+        if value and looks_secret(name) and len(value) >= SUBSTRING_LENGTH
+    ]
 
 
 class _YamlFileSource(PydanticBaseSettingsSource):

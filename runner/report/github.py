@@ -14,7 +14,7 @@ from pathlib import Path
 from secrets import token_hex
 
 from runner.outcome import RunSummary, Status, TaskOutcome
-from runner.redact import Redactor
+from runner.redact import SUBSTRING_LENGTH, Redactor
 from runner.report.summary import (
     EXIT_CODE_MEANINGS,
     display_path,
@@ -41,8 +41,9 @@ __all__ = [
 STEP_SUMMARY_LIMIT = 1024 * 1024
 """GitHub refuses a step summary over 1 MiB, and then shows none of it."""
 
-_MIN_MASK_LENGTH = 4
-"""As in the Redactor: masking shorter values would star out ordinary words across the log."""
+_MIN_MASK_LENGTH = SUBSTRING_LENGTH
+"""GitHub masks substrings: a shorter secret would star out ordinary words across the log (the
+runner's own lines still mask it where it stands alone)."""
 _REASON_CELL_LIMIT = 200
 _ICONS: dict[Status, str] = {
     "passed": "✅",

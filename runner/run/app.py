@@ -20,7 +20,7 @@ from runner import __version__
 from runner.errors import ConfigError, ExitCode, RunnerError, worst_exit_code
 from runner.llm import LLM
 from runner.outcome import RunSummary, TaskOutcome
-from runner.redact import Redactor
+from runner.redact import Redactor, short_secret_warnings
 from runner.report import (
     GitHubActions,
     add_mask_lines,
@@ -152,12 +152,16 @@ def run_tasks(
 def execute(jobs: list[Job], settings: Settings, options: RunOptions) -> int:
     """Run the jobs, write the reports, return the run's exit code."""
     env = environ()
-    secrets = [*settings.secret_values(), *(s for job in jobs for s in job.task.secrets)]
-    redactor = Redactor(secrets)
+    secrets = settings.named_secrets()
+    for job in jobs:
+        secrets.update(job.task.named_secrets)
+    redactor = Redactor(secrets.values())
     github = GitHubActions.from_env(env)
     console = _Console(
         redactor, sys.stderr if options.output == "json" else sys.stdout, options.quiet
     )
+    for warning in short_secret_warnings(secrets):
+        console.diagnostic(warning)
     if github is not None:
         for line in add_mask_lines(redactor.secrets):
             print(line, flush=True)

@@ -18,6 +18,7 @@ from runner.errors import ConfigError, Problem, TaskFileError
 from runner.mcp import WORKSPACE, ExtensionConfig, overlay, workspace_extension
 from runner.task.interpolate import MissingVariable, fill_params, interpolate_env, placeholders
 from runner.task.model import SuiteSpec, TaskSpec
+from runner.task.secrets import declared_secrets, extension_secrets
 from runner.task.yamlsource import Located, Path_, YamlError, load_located
 
 __all__ = ["Task", "discover_task_files", "load_tasks"]
@@ -46,7 +47,9 @@ class Task:
     """Every configured server by name, the built-in workspace included (maybe disabled)."""
     params: dict[str, str] = field(default_factory=dict)
     secrets: tuple[str, ...] = ()
-    """Values of extension envs and headers: masked wherever anything is written."""
+    """Secret values (runner/task/secrets.py): masked wherever anything is written."""
+    named_secrets: Mapping[str, str] = field(default_factory=dict)
+    """The same values by where each came from, for warnings that must not show the value."""
 
     @property
     def prompt(self) -> str:
@@ -224,7 +227,8 @@ class _Loader:
                 prompt_dirs=tuple((base / p).resolve() for p in spec.prompts),
                 extensions=extensions,
                 params=values,
-                secrets=tuple(secrets),
+                secrets=tuple(dict.fromkeys(secrets.values())),
+                named_secrets=secrets,
             )
         ]
 
@@ -264,7 +268,7 @@ class _Loader:
 
     def _extensions(
         self, path: Path, located: Located, at: Path_, spec: TaskSpec, workdir: Path
-    ) -> tuple[dict[str, ExtensionConfig], list[str]]:
+    ) -> tuple[dict[str, ExtensionConfig], dict[str, str]]:
         layers: list[Mapping[str, Mapping[str, Any]]] = [
             {WORKSPACE: workspace_extension(workdir).model_dump(exclude_defaults=True)},
             self.config_extensions,
@@ -275,13 +279,14 @@ class _Loader:
             for name, fields in layer.items():
                 merged[name] = overlay(merged.get(name, {}), fields)
         result: dict[str, ExtensionConfig] = {}
-        secrets: list[str] = []
+        secrets = declared_secrets(spec.secrets, self.env)
         for name, fields in merged.items():
+            pulled: list[tuple[str, str]] = []
             where = (*at, "extensions", name)
             fields.setdefault("name", name)
             if fields.get("enabled", True) is not False:
                 try:
-                    fields = self._interpolate(fields, secrets)  # noqa: PLW2901
+                    fields = self._interpolate(fields, pulled)  # noqa: PLW2901
                 except MissingVariable as missing:
                     self.problem(
                         path,
@@ -296,11 +301,12 @@ class _Loader:
             except ValidationError as exc:
                 self._report(path, located, exc, where, ExtensionConfig, spec.extensions.get(name))
                 continue
-            secrets.extend(result[name].envs.values())
-            secrets.extend(result[name].headers.values())
+            secrets.update(extension_secrets(name, result[name], pulled, spec.secrets))
         return result, secrets
 
-    def _interpolate(self, fields: dict[str, Any], pulled: list[str]) -> dict[str, Any]:
+    def _interpolate(
+        self, fields: dict[str, Any], pulled: list[tuple[str, str]]
+    ) -> dict[str, Any]:
         def expand(value: Any) -> Any:
             if isinstance(value, str):
                 text, values = interpolate_env(value, self.env)
