@@ -79,9 +79,7 @@ class Redactor:
                 alternatives.append((len(form), escaped))
         # Longest first: the regex takes the first alternative that matches at a position.
         alternatives.sort(key=lambda item: -item[0])
-        self._pattern = (
-            re.compile("|".join(a for _, a in alternatives)) if alternatives else None
-        )
+        self._pattern = re.compile("|".join(a for _, a in alternatives)) if alternatives else None
         # Every spelling without the word boundaries: a JSON line's escapes may hide a boundary
         # (`\n1234` reads `n1234`), so the quick test of a line must not rely on them.
         self._probe = (

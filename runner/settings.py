@@ -8,13 +8,22 @@ project config (`./agent-runner.yaml`, or `--config FILE`) > the user config
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -138,6 +147,12 @@ class Settings(BaseSettings):
 
     secrets: list[str] = Field(default_factory=list)
     """Names of environment variables whose values are secrets, beyond those whose names say so."""
+    _files: tuple[Path, ...] = PrivateAttr(default=())
+
+    def where(self, *keys: str | int) -> str:
+        """`file:line:column` of a key path in the config file that sets it (the project file
+        before the user file), or the project file's name when none does."""
+        return locate_key(self._files, keys)
 
     def secret_values(self) -> list[str]:
         """Values that must never be written anywhere (DESIGN 7b): see `named_secrets`."""
@@ -254,15 +269,70 @@ def load_settings(
             )
 
     given = {key: value for key, value in (overrides or {}).items() if value is not None}
+    files = (project_file, user_file)
     try:
-        return _Bound(**given)
+        settings = _Bound(**given)
     except ValidationError as exc:
-        lines = []
-        for error in exc.errors():
-            where = ".".join(str(part) for part in error["loc"])
-            # Never echo the rejected input: it may be a secret.
-            lines.append(f"setting {where}: {error['msg']}")
-        raise ConfigError(
-            "invalid settings (from flags, AGENT_RUNNER_* variables or config files):\n  "
-            + "\n  ".join(lines)
-        ) from None
+        raise ConfigError(_explain_settings(exc, files)) from None
+    settings._files = files
+    return settings
+
+
+def locate_key(files: tuple[Path, ...], keys: tuple[str | int, ...]) -> str:
+    """`file:line:column` of the first file (of `files`) whose YAML holds the key path `keys`."""
+    for path in files:
+        try:
+            node = yaml.compose(path.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError):
+            continue
+        found = None
+        for key in keys:
+            found = None
+            if isinstance(node, yaml.MappingNode):
+                found = next((k for k, _ in node.value if k.value == str(key)), None)
+                node = next((v for k, v in node.value if k is found), None)
+            if found is None:
+                break
+        if found is not None:
+            return f"{path}:{found.start_mark.line + 1}:{found.start_mark.column + 1}"
+    return str(files[0]) if files else "config"
+
+
+# pydantic's wording names internal classes ("a valid dictionary or instance of RetrySettings").
+_PLAIN_MESSAGES = {
+    "model_type": "expected a mapping of settings (key: value)",
+    "dict_type": "expected a mapping (key: value)",
+    "list_type": "expected a list",
+}
+
+
+def _explain_settings(exc: ValidationError, files: tuple[Path, ...]) -> str:
+    lines = []
+    for error in exc.errors(include_input=False):
+        loc = tuple(error["loc"])
+        where = ".".join(str(part) for part in loc)
+        place = locate_key(files, loc)
+        # Never echo the rejected input: it may be a secret.
+        message = _PLAIN_MESSAGES.get(error["type"], error["msg"])
+        if error["type"] == "extra_forbidden":
+            known = _known_settings(loc[:-1])
+            close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+            message = "unknown setting" + (f" (did you mean {close[0]!r}?)" if close else "")
+        if ":" in place:
+            lines.append(f"{place}: setting {where}: {message}")
+        else:
+            lines.append(f"setting {where}: {message}")
+    return "invalid settings (from flags, AGENT_RUNNER_* variables or config files):\n  " + (
+        "\n  ".join(lines)
+    )
+
+
+def _known_settings(loc: tuple[str | int, ...]) -> list[str]:
+    current: Any = Settings
+    for part in loc:
+        fields = getattr(current, "model_fields", None)
+        if not fields or part not in fields:
+            return []
+        current = fields[part].annotation
+    fields = getattr(current, "model_fields", None)
+    return sorted(fields) if fields else []

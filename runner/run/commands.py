@@ -10,15 +10,42 @@ from runner.errors import ConfigError, ExitCode, TaskFileError
 from runner.settings import Settings, environ, load_settings
 from runner.task import Task, discover_task_files, load_tasks
 
-__all__ = ["check_sections", "load_selected_tasks", "print_prompt", "validate"]
+__all__ = [
+    "check_config_extensions",
+    "check_sections",
+    "load_selected_tasks",
+    "print_prompt",
+    "validate",
+]
 
 
 def load_selected_tasks(
     paths: Sequence[str], params: Mapping[str, str], settings: Settings
 ) -> list[Task]:
     """Discover and load tasks with the config's extensions and the process environment."""
+    check_config_extensions(settings)
     files = discover_task_files(paths)
     return load_tasks(files, params=params, config_extensions=settings.extensions, env=environ())
+
+
+def check_config_extensions(settings: Settings) -> None:
+    """Raise ConfigError naming the config file and line of each bad key of its `extensions:`,
+    once for the run (the task loader leaves such keys to this check)."""
+    import difflib
+
+    from runner.mcp import ExtensionConfig
+
+    known = sorted(ExtensionConfig.model_fields)
+    lines = []
+    for name, fields in settings.extensions.items():
+        for key in fields:
+            if key not in known:
+                close = difflib.get_close_matches(str(key), known, n=1)
+                hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
+                where = settings.where("extensions", name, key)
+                lines.append(f"{where}: extensions.{name}.{key}: unknown key ({hint})")
+    if lines:
+        raise ConfigError("\n".join(lines))
 
 
 def check_sections(task: Task, settings: Settings) -> None:

@@ -5,7 +5,6 @@ Every problem is reported as `file:line:column: field: message (hint)`, all at o
 
 from __future__ import annotations
 
-import difflib
 import glob
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -15,17 +14,19 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from runner.errors import ConfigError, Problem, TaskFileError
+from runner.llm import spec_problem
 from runner.mcp import WORKSPACE, ExtensionConfig, overlay, workspace_extension
 from runner.task.interpolate import MissingVariable, fill_params, interpolate_env, placeholders
 from runner.task.model import SuiteSpec, TaskSpec
+from runner.task.problems import REFERENCE_HINT, explain_errors
 from runner.task.secrets import declared_secrets, extension_secrets
+from runner.task.toolcheck import static_unmatched
 from runner.task.yamlsource import Located, Path_, YamlError, load_located
 
 __all__ = ["Task", "discover_task_files", "load_tasks"]
 
 TASK_SUFFIXES = (".yaml", ".yml")
 _TEMPLATED_FIELDS = ("prompt", "description")
-_REFERENCE_HINT = "see the task file reference in the README"
 
 
 @dataclass(frozen=True)
@@ -150,9 +151,7 @@ class _Loader:
             )
             return []
         if not isinstance(located.data, dict):
-            self.problem(
-                path, located, (), "a task file must be a mapping of keys", _REFERENCE_HINT
-            )
+            self.problem(path, located, (), "a task file must be a mapping of keys", REFERENCE_HINT)
             return []
         if "tasks" in located.data or "defaults" in located.data:
             return self._load_suite(path, located)
@@ -197,7 +196,15 @@ class _Loader:
         base = path.parent.resolve()
         workdir = (base / spec.workdir).resolve()
         repository = _repository_of(base)
-        if not workdir.is_dir():
+        if workdir.is_file():
+            self.problem(
+                path,
+                located,
+                (*at, "workdir"),
+                f"workdir {workdir} is a file, not a folder",
+                "point `workdir:` at the folder the tools should work in",
+            )
+        elif not workdir.is_dir():
             self.problem(
                 path,
                 located,
@@ -216,6 +223,11 @@ class _Loader:
                 "the repository (or folder outside any repository) that holds the workdir",
             )
         extensions, secrets = self._extensions(path, located, at, spec, workdir)
+        if spec.model and (bad := spec_problem(spec.model)):
+            self.problem(path, located, _own(at, raw, ("model",)), *bad)
+        for miss in static_unmatched(spec.tools, extensions):
+            where = _own(at, raw, ("tools", miss.field, miss.index))
+            self.problem(path, located, where, miss.message, miss.hint)
         line = located.where(at)[0] if at else 1
         return [
             Task(
@@ -299,14 +311,14 @@ class _Loader:
             try:
                 result[name] = ExtensionConfig.model_validate(fields)
             except ValidationError as exc:
-                self._report(path, located, exc, where, ExtensionConfig, spec.extensions.get(name))
+                self._report(
+                    path, located, exc, where, ExtensionConfig, spec.extensions.get(name, {})
+                )
                 continue
             secrets.update(extension_secrets(name, result[name], pulled, spec.secrets))
         return result, secrets
 
-    def _interpolate(
-        self, fields: dict[str, Any], pulled: list[tuple[str, str]]
-    ) -> dict[str, Any]:
+    def _interpolate(self, fields: dict[str, Any], pulled: list[tuple[str, str]]) -> dict[str, Any]:
         def expand(value: Any) -> Any:
             if isinstance(value, str):
                 text, values = interpolate_env(value, self.env)
@@ -329,12 +341,12 @@ class _Loader:
         model: type[BaseModel],
         own: Mapping[str, Any] | None = None,
     ) -> None:
-        for error in exc.errors(include_input=False):
-            loc = tuple(error["loc"])
+        for loc, message, hint in explain_errors(exc, model):
             where = (*at, *loc)
+            if own is not None and loc and loc[0] not in own and at[-2:-1] == ("extensions",):
+                continue  # from the config file's entry: `check_config_extensions` blames it
             if at and own is not None and loc and loc[0] not in own and at[0] == "tasks":
                 where = ("defaults", *loc)  # the bad value came from the suite's defaults
-            message, hint = _explain(error["type"], error["msg"], loc, model)
             self.problem(path, located, where, message, hint)
 
     def check_unique_names(self, tasks: list[Task]) -> None:
@@ -376,6 +388,11 @@ def _repository_of(folder: Path) -> Path | None:
     return None
 
 
+def _own(at: Path_, raw: Mapping[str, Any], key: Path_) -> Path_:
+    """Where `key` of a task is written: in the task, or in its suite's defaults."""
+    return (*at, *key) if not at or key[0] in raw else ("defaults", *key)
+
+
 def _deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in over.items():
@@ -391,30 +408,3 @@ def _dotted(path: Path_) -> str:
     for part in path:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
     return text
-
-
-def _explain(kind: str, msg: str, loc: Path_, model: type[BaseModel]) -> tuple[str, str]:
-    field_name = str(loc[-1]) if loc else ""
-    if kind == "extra_forbidden":
-        known = _known_fields(model, loc[:-1])
-        close = difflib.get_close_matches(field_name, known, n=1)
-        hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
-        return "unknown key", hint
-    if kind == "missing":
-        if field_name == "prompt":
-            return "required field is missing", "add `prompt:` with the task's first user message"
-        return "required field is missing", f"add `{field_name}:`"
-    if msg.startswith("Value error, "):
-        msg = msg.removeprefix("Value error, ")
-    return msg, _REFERENCE_HINT
-
-
-def _known_fields(model: type[BaseModel], loc: Path_) -> list[str]:
-    current: Any = model
-    for part in loc:
-        fields = getattr(current, "model_fields", None)
-        if not fields or part not in fields:
-            return []
-        current = fields[part].annotation
-    fields = getattr(current, "model_fields", None)
-    return sorted(fields) if fields else []

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import Done, Scenario, complete, run_all, tool_reply
+from tests.e2e.conftest import Done, Scenario, complete, run_all
 from tests.fakes.mcp_test_server import SCRIPT as PROBE_SERVER
 from tests.fakes.model_server import reply
 

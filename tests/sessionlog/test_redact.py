@@ -1,4 +1,4 @@
-"""The Redactor's rules (runner/redact.py) and the log writer with secrets that look like its fields."""
+"""The Redactor's rules (runner/redact.py), and the log writer with secrets like its fields."""
 
 from __future__ import annotations
 
@@ -62,7 +62,9 @@ def test_a_short_secret_is_masked_only_where_it_stands_alone() -> None:
     redactor = Redactor(["test", "123456"])
     assert redactor.short_secrets == ("123456", "test")
     text = "pytest test_x.py test; pin=123456 91234567 '123456' test-run"
-    assert redactor.text(text) == f"pytest test_x.py {MASK}; pin={MASK} 91234567 '{MASK}' {MASK}-run"
+    assert (
+        redactor.text(text) == f"pytest test_x.py {MASK}; pin={MASK} 91234567 '{MASK}' {MASK}-run"
+    )
 
 
 def test_the_length_thresholds() -> None:
