@@ -164,7 +164,7 @@ def execute(jobs: list[Job], settings: Settings, options: RunOptions) -> int:
         console.diagnostic(warning)
     if github is not None:
         for line in add_mask_lines(redactor.secrets):
-            print(line, flush=True)
+            console.command(line)
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:8]
     ctx = RunContext(
         settings=settings,
@@ -196,7 +196,7 @@ def execute(jobs: list[Job], settings: Settings, options: RunOptions) -> int:
         for outcome in outcomes:
             line = error_annotation(outcome, redactor=redactor)
             if line:
-                print(line, flush=True)
+                console.command(line)
         if github.step_summary is not None:
             write_step_summary(summary, github.step_summary, redactor)
         if github.output is not None:
@@ -242,6 +242,13 @@ class _Console:
 
     def always(self, text: str) -> None:
         print(self._redactor.text(text), file=self._stream, flush=True)
+
+    def command(self, text: str) -> None:
+        """A GitHub workflow command, as built (an `::add-mask::` line holds the secret it masks).
+
+        It goes where the console goes: stderr under `--output json`, whose stdout is one JSON
+        document; the Actions runner reads workflow commands from both streams of a step."""
+        print(text, file=self._stream, flush=True)
 
     def diagnostic(self, text: str) -> None:
         print(self._redactor.text(text), file=sys.stderr, flush=True)

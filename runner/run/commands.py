@@ -11,6 +11,7 @@ from runner.settings import Settings, environ, load_settings
 from runner.task import Task, discover_task_files, load_tasks
 
 __all__ = [
+    "annotate_config_error",
     "check_config_extensions",
     "check_sections",
     "load_selected_tasks",
@@ -69,6 +70,7 @@ def validate(paths: Sequence[str], params: Mapping[str, str], config: Path | Non
         for problem in exc.problems:
             print(problem, file=sys.stderr)
         print(f"{len(exc.problems)} problem(s) found", file=sys.stderr)
+        annotate_config_error(str(exc), json_output=False)
         return ExitCode.USAGE
     for task in tasks:
         check_sections(task, settings)
@@ -105,3 +107,15 @@ def _pick(tasks: list[Task], name: str | None, path: str) -> Task:
             f"({', '.join(t.name for t in tasks)})"
         )
     return tasks[0]
+
+
+def annotate_config_error(text: str, *, json_output: bool) -> None:
+    """Under GitHub Actions, `::error` annotations at the file and line of a configuration error
+    (on stderr under `--output json`, whose stdout is one JSON document)."""
+    from runner.report import GitHubActions, config_error_annotations
+
+    if GitHubActions.from_env(environ()) is None:
+        return
+    stream = sys.stderr if json_output else sys.stdout
+    for line in config_error_annotations(text):
+        print(line, file=stream, flush=True)
