@@ -7,6 +7,7 @@ asks for it (`color=True`, decided from the terminal by the caller).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from runner.outcome import RunSummary, Status, TaskOutcome
 from runner.redact import Redactor
@@ -52,7 +53,7 @@ def fit_reason(text: str, limit: int = _REASON_LIMIT) -> str:
     line is quoted) stay. The whole reason is in the summary, JUnit and the session log.
     """
     flat = " ".join(text.split())
-    steps = (
+    steps: tuple[Callable[[str], str], ...] = (
         lambda t: _LONG_PATH.sub(lambda match: f"…/{match.group(1)}", t),
         lambda t: " ".join(_ASIDE.sub("", t).split()),
         lambda t: _ADVICE.sub("", t),
