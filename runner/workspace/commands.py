@@ -118,17 +118,23 @@ class Commands:
         return f"{status}\n{_capped(text, log)}"
 
     async def _run(self, command: str, out: int, timeout: float) -> tuple[int | None, bool]:
-        process = await anyio.open_process(
-            ["/bin/sh", "-c", command],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=self.paths.root,
-            env=self._env,
-            start_new_session=True,
-        )
-        if self._watcher is not None:
-            self._watcher.watch(process.pid)
+        # The spawn is shielded: the shell exists as soon as it is forked, but open_process awaits
+        # the event loop once more before it returns the process. A cancel (SIGINT) landing in
+        # that await would leave a running command that neither the `finally` below nor the
+        # reaper knows of (asyncio then kills the shell's pid only, not the children it forked).
+        # Shielded, the cancel lands in `process.wait()`, and the group is killed.
+        with anyio.CancelScope(shield=True):
+            process = await anyio.open_process(
+                ["/bin/sh", "-c", command],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=self.paths.root,
+                env=self._env,
+                start_new_session=True,
+            )
+            if self._watcher is not None:
+                self._watcher.watch(process.pid)
         try:
             with anyio.move_on_after(timeout) as scope:
                 await process.wait()
