@@ -36,15 +36,29 @@ def check_config_extensions(settings: Settings) -> None:
 
     from runner.mcp import ExtensionConfig
 
+    from pydantic import ValidationError
+
     known = sorted(ExtensionConfig.model_fields)
     lines = []
     for name, fields in settings.extensions.items():
-        for key in fields:
-            if key not in known:
-                close = difflib.get_close_matches(str(key), known, n=1)
+        try:
+            ExtensionConfig.model_validate({"name": name, **fields})
+            continue
+        except ValidationError as exc:
+            errors = exc.errors()
+        for error in errors:
+            key = str(error["loc"][0]) if error["loc"] else ""
+            # An entry may set a few fields of a task's server (no `cmd`), and `${VAR}` is
+            # filled in later: those are judged once merged, in the task.
+            if not key or error["type"] == "missing" or "${" in str(error.get("input")):
+                continue
+            where = settings.where("extensions", name, key)
+            if error["type"] == "extra_forbidden":
+                close = difflib.get_close_matches(key, known, n=1)
                 hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
-                where = settings.where("extensions", name, key)
                 lines.append(f"{where}: extensions.{name}.{key}: unknown key ({hint})")
+            else:
+                lines.append(f"{where}: extensions.{name}.{key}: {error['msg']}")
     if lines:
         raise ConfigError("\n".join(lines))
 
