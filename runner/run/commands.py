@@ -34,9 +34,9 @@ def check_config_extensions(settings: Settings) -> None:
     once for the run (the task loader leaves such keys to this check)."""
     import difflib
 
-    from runner.mcp import ExtensionConfig
-
     from pydantic import ValidationError
+
+    from runner.mcp import ExtensionConfig
 
     known = sorted(ExtensionConfig.model_fields)
     lines = []
