@@ -74,7 +74,7 @@ def test_a_reader_that_leaves_early_gets_no_traceback_and_the_run_keeps_its_code
     prepare(Scenario(task=NO_WORKSPACE), tmp_path)
     read_end, write_end = os.pipe()
     os.close(read_end)
-    with FakeModelServer([complete()]).start() as server:
+    with FakeModelServer([complete()]) as server:
         env = clean_env(
             tmp_path, {"OPENAI_BASE_URL": server.openai_base_url, "OPENAI_API_KEY": "sk-x-123456"}
         )
