@@ -24,10 +24,12 @@ from runner.workspace import DESCRIPTIONS
 __all__ = ["BUILTIN_TOOL_NAMES", "Unmatched", "tool_names", "unmatched_patterns"]
 
 COMPLETION = "attempt_completion"
+RUNNER_TOOLS = frozenset({COMPLETION, "sub_agent"})
+"""The runner's own tools (runner.run.agents names sub_agent), which no server lists."""
 BUILTIN_TOOL_NAMES: frozenset[str] = frozenset(
-    {*DESCRIPTIONS, *(f"{WORKSPACE}__{name}" for name in DESCRIPTIONS), COMPLETION}
+    {*DESCRIPTIONS, *(f"{WORKSPACE}__{name}" for name in DESCRIPTIONS), *RUNNER_TOOLS}
 )
-"""Every name the built-in workspace's tools (and attempt_completion) answer to."""
+"""Every name the built-in workspace's tools and the runner's own tools answer to."""
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ class Unmatched:
 
 def tool_names(specs: Iterable[tuple[str, str, str]]) -> set[str]:
     """Every name tools answer to, from (exposed name, name on the server, server) triples."""
-    names = {COMPLETION}
+    names = set(RUNNER_TOOLS)
     for name, call_name, server in specs:
         names.update((name, call_name, f"{server}__{call_name}"))
     return names

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from runner.errors import ConfigError, Problem, TaskFileError
 from runner.llm import spec_problem
 from runner.mcp import WORKSPACE, ExtensionConfig, overlay, workspace_extension
+from runner.task.agents import config_agent_layer
 from runner.task.interpolate import MissingVariable, fill_params, interpolate_env, placeholders
 from runner.task.model import SuiteSpec, TaskSpec
 from runner.task.problems import REFERENCE_HINT, explain_errors
@@ -97,9 +98,11 @@ def load_tasks(
     params: Mapping[str, str] | None = None,
     config_extensions: Mapping[str, Mapping[str, Any]] | None = None,
     env: Mapping[str, str] | None = None,
+    config_agents: Mapping[str, Any] | None = None,
 ) -> list[Task]:
     """Load and resolve every task of `files`; raise TaskFileError listing every problem found."""
     loader = _Loader(dict(params or {}), dict(config_extensions or {}), dict(env or {}))
+    loader.config_agents = config_agent_layer(config_agents or {}, loader.problems)
     tasks: list[Task] = []
     for path in files:
         tasks.extend(loader.load_file(path))
@@ -123,6 +126,7 @@ class _Loader:
         self.problems: list[Problem] = []
         self.declared: set[str] = set()
         self.first_param_file: Path | None = None
+        self.config_agents: dict[str, Any] = {}
 
     def problem(
         self, path: Path, located: Located | None, at: Path_, message: str, hint: str
@@ -183,6 +187,8 @@ class _Loader:
         default_name: str,
     ) -> list[Task]:
         merged = _deep_merge(defaults, raw)
+        if self.config_agents:  # the config file's agents, under the task's own
+            merged = _deep_merge({"agents": self.config_agents}, merged)
         merged.setdefault("name", default_name)
         try:
             spec = TaskSpec.model_validate(merged)

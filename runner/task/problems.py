@@ -7,6 +7,7 @@ reports a value that fits no member of a union once per member (`params.a.str`, 
 from __future__ import annotations
 
 import difflib
+import typing
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -67,6 +68,9 @@ def _explain(kind: str, msg: str, loc: Path_, model: type[BaseModel]) -> tuple[s
 def _known_fields(model: type[BaseModel], loc: Path_) -> list[str]:
     current: Any = model
     for part in loc:
+        if typing.get_origin(current) is dict:  # e.g. `agents.<name>`: the value's model
+            current = typing.get_args(current)[1]
+            continue
         fields = getattr(current, "model_fields", None)
         if not fields or part not in fields:
             return []

@@ -25,5 +25,5 @@ def static_unmatched(
     enabled = [name for name, ext in extensions.items() if ext.enabled]
     if any(name != WORKSPACE for name in enabled):
         return []
-    names = BUILTIN_TOOL_NAMES if enabled else {"attempt_completion"}
+    names = BUILTIN_TOOL_NAMES if enabled else {"attempt_completion", "sub_agent"}
     return unmatched_patterns(policy, names)
