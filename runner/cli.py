@@ -7,13 +7,14 @@ each command imports what it needs when it runs.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import signal
 import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from runner import __version__
 from runner.errors import ConfigError, ExitCode, RunnerError
@@ -41,10 +42,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return ExitCode.USAGE
+    if not isinstance(sys.stdout, _ReaderMayLeave):
+        sys.stdout = _ReaderMayLeave(sys.stdout)
     try:
         return handler(args)
     except RunnerError as exc:
         print(f"agent-runner: {exc}", file=sys.stderr)
+        if exc.exit_code == ExitCode.USAGE:
+            from runner.run import annotate_config_error
+
+            annotate_config_error(str(exc), json_output=getattr(args, "output", "") == "json")
         return exc.exit_code
     except BaseExceptionGroup as group:
         # Task groups wrap errors; an operator error inside one is still an operator error.
@@ -82,6 +89,39 @@ def entry() -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+class _ReaderMayLeave(io.TextIOBase):
+    """stdout that outlives its reader (`agent-runner run ... | head -1`): once the pipe is
+    broken, output goes to /dev/null and the run carries on to its own exit code, instead of a
+    BrokenPipeError traceback from whichever line came next."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._divert()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._divert()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def _divert(self) -> None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, self._stream.fileno())
+        os.close(devnull)
 
 
 def _first_runner_error(group: BaseExceptionGroup[BaseException]) -> RunnerError | None:

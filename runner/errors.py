@@ -41,6 +41,7 @@ _SEVERITY = (
     ExitCode.SIGTERM,
     ExitCode.SIGINT,
     ExitCode.INTERNAL,
+    ExitCode.USAGE,  # a task found misconfigured once its servers listed their tools
     ExitCode.INFRASTRUCTURE,
     # A configuration error found only once a task ran (e.g. a sub-agent allowlist that matches
     # none of the tools its servers listed): never reported as a pass.
@@ -52,7 +53,7 @@ _SEVERITY = (
 
 
 def worst_exit_code(codes: list[ExitCode]) -> ExitCode:
-    """The single exit code for a run of several tasks: 3, 4, 1, 5, 0 (interrupts win over all)."""
+    """The one exit code of a run of several tasks: 3, 2, 4, 1, 5, 0 (interrupts win over all)."""
     for code in _SEVERITY:
         if code in codes:
             return code

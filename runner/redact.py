@@ -1,32 +1,91 @@
-"""Replace secret values with `***` wherever text is written (DESIGN section 7b)."""
+"""Replace secret values with `***` wherever text is written (DESIGN section 7b).
+
+What counts as a secret is decided where values are collected (settings, task loader); this
+module only masks. Two lengths matter:
+
+- a secret of `SUBSTRING_LENGTH` (8) characters or more is masked wherever it occurs, also
+  inside longer words, and also in its JSON-escaped spelling (`a\\"b`, `\\u00e9`), so a tool
+  result that quotes it as JSON text is masked too;
+- a shorter one is masked only where it *stands alone*: not touching a letter, digit or `_` on
+  either side (a regex word boundary, Unicode aware). So a 6-character PIN `123456` is masked in
+  `pin=123456` and `"123456"`, never inside `91234567`. `short_secrets` lists them so the
+  caller can warn once;
+- a value under `MIN_LENGTH` (4) characters is never masked: `1` or `yes` would star out every
+  count and word of every artifact, and offers no protection worth that.
+
+Secrets are tried longest first, so a secret that contains another is masked whole.
+"""
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["MASK", "Redactor"]
+__all__ = [
+    "MASK",
+    "MIN_LENGTH",
+    "SUBSTRING_LENGTH",
+    "Redactor",
+    "looks_secret",
+    "short_secret_warnings",
+]
 
 MASK = "***"
-# Shorter values would mask ordinary words and digits everywhere ("1", "true"); a secret that
-# short offers no protection worth that cost.
-_MIN_SECRET_LENGTH = 4
+MIN_LENGTH = 4
+"""Shorter values are never masked."""
+SUBSTRING_LENGTH = 8
+"""Values at least this long are masked anywhere; shorter ones only where they stand alone."""
+
+# DESIGN 7b. AUTHOR is left out (AUTHORIZATION is not): GIT_AUTHOR_NAME is a public identity,
+# set on many CI machines.
+_SECRET_NAME = re.compile(
+    r"KEY|TOKEN|SECRET|PASSWORD|AUTH(?!OR(?!I[SZ]))|CREDENTIAL|COOKIE", re.IGNORECASE
+)
+
+
+def looks_secret(name: str) -> bool:
+    """Whether a variable or header name says its value is a secret (`GITHUB_TOKEN`,
+    `Authorization`, `X-Api-Key`); `MODE` or `PATH` do not."""
+    return _SECRET_NAME.search(name) is not None
+
+
+def _spellings(secret: str) -> list[str]:
+    """The secret as written, and as JSON writes it inside a string (both ASCII modes)."""
+    forms = [secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]]
+    return list(dict.fromkeys(forms))
 
 
 class Redactor:
     """Masks a fixed set of secret values in strings and in JSON-like structures."""
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        values = {s for s in secrets if s and len(s) >= _MIN_SECRET_LENGTH}
-        self.secrets: tuple[str, ...] = tuple(sorted(values, key=len, reverse=True))
-        # Longest first, so a secret that contains another is masked whole.
-        self._pattern = (
-            re.compile("|".join(re.escape(s) for s in self.secrets)) if self.secrets else None
+        values = {s for s in secrets if len(s) >= MIN_LENGTH}
+        self.secrets: tuple[str, ...] = tuple(sorted(values, key=lambda s: (-len(s), s)))
+        """Every value masked, longest first."""
+        self.short_secrets: tuple[str, ...] = tuple(
+            s for s in self.secrets if len(s) < SUBSTRING_LENGTH
         )
-        # JSON writes such a secret as itself, so a search of the JSON text finds every copy.
-        self._json_plain = all(
-            char.isprintable() and char not in '"\\' for secret in self.secrets for char in secret
+        """Values masked only where they stand alone (see the module docstring)."""
+        alternatives: list[tuple[int, str]] = []
+        probes: set[str] = set()
+        for secret in self.secrets:
+            for form in _spellings(secret):
+                probes.add(form)
+                escaped = re.escape(form)
+                if len(secret) < SUBSTRING_LENGTH:
+                    escaped = rf"(?<!\w){escaped}(?!\w)"
+                alternatives.append((len(form), escaped))
+        # Longest first: the regex takes the first alternative that matches at a position.
+        alternatives.sort(key=lambda item: -item[0])
+        self._pattern = re.compile("|".join(a for _, a in alternatives)) if alternatives else None
+        # Every spelling without the word boundaries: a JSON line's escapes may hide a boundary
+        # (`\n1234` reads `n1234`), so the quick test of a line must not rely on them.
+        self._probe = (
+            re.compile("|".join(re.escape(p) for p in sorted(probes, key=len, reverse=True)))
+            if probes
+            else None
         )
 
     def with_secrets(self, more: Iterable[str]) -> Redactor:
@@ -45,18 +104,42 @@ class Redactor:
         One search of the finished text is cheaper than redacting each of its strings, and for
         most lines finds nothing; a line where it finds something is redacted with `data`.
         """
-        if self._pattern is None:
-            return False
-        return not self._json_plain or self._pattern.search(text) is not None
+        return self._probe is not None and self._probe.search(text) is not None
 
-    def data(self, value: Any) -> Any:
-        """A copy of a JSON-like structure with every string (keys too) redacted."""
+    def data(self, value: Any, *, keys: bool = False) -> Any:
+        """A copy of a JSON-like structure with every string value redacted.
+
+        Keys are field names and stay as they are (masking one would lose the field), unless
+        `keys` says the structure's keys were made by someone else (a model's tool arguments).
+        Tuples come back as lists, as JSON would write them.
+        """
         if self._pattern is None:
             return value
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
-            return {self.text(str(k)): self.data(v) for k, v in value.items()}
+            return {
+                (self.text(str(k)) if keys else k): self.data(v, keys=keys)
+                for k, v in value.items()
+            }
         if isinstance(value, list | tuple):
-            return [self.data(v) for v in value]
+            return [self.data(v, keys=keys) for v in value]
         return value
+
+
+def short_secret_warnings(named: Mapping[str, str]) -> list[str]:
+    """One warning per secret shorter than SUBSTRING_LENGTH, naming where it came from (never
+    the value): such a value is masked only where it stands alone, or not at all."""
+    lines: dict[str, None] = {}
+    for label, value in named.items():
+        if len(value) < MIN_LENGTH:
+            lines[
+                f"warning: secret {label} is shorter than {MIN_LENGTH} characters and is not "
+                "masked (too short to mask without garbling every artifact)"
+            ] = None
+        elif len(value) < SUBSTRING_LENGTH:
+            lines[
+                f"warning: secret {label} is shorter than {SUBSTRING_LENGTH} characters: it is "
+                "masked only where it stands alone, not inside longer words"
+            ] = None
+    return list(lines)

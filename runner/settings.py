@@ -8,14 +8,22 @@ project config (`./agent-runner.yaml`, or `--config FILE`) > the user config
 
 from __future__ import annotations
 
+import difflib
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -23,6 +31,7 @@ from pydantic_settings import (
 )
 
 from runner.errors import ConfigError
+from runner.redact import SUBSTRING_LENGTH, looks_secret
 
 __all__ = [
     "PROJECT_CONFIG",
@@ -37,7 +46,6 @@ __all__ = [
 ]
 
 PROJECT_CONFIG = Path("agent-runner.yaml")
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
 
 
 class RetrySettings(BaseModel):
@@ -159,14 +167,46 @@ class Settings(BaseSettings):
     log_level: Literal["debug", "info", "warning", "error"] = "warning"
     """Verbosity of the runner's own diagnostics on stderr."""
 
+    secrets: list[str] = Field(default_factory=list)
+    """Names of environment variables whose values are secrets, beyond those whose names say so."""
+    _files: tuple[Path, ...] = PrivateAttr(default=())
+
+    def where(self, *keys: str | int) -> str:
+        """`file:line:column` of a key path in the config file that sets it (the project file
+        before the user file), or the project file's name when none does."""
+        return locate_key(self._files, keys)
+
     def secret_values(self) -> list[str]:
-        """Values that must never be written anywhere: API keys and secret-named env vars."""
-        values = [
-            key.get_secret_value()
-            for key in (self.openai_api_key, self.anthropic_api_key)
-            if key is not None
-        ]
-        return values + secret_env_values()
+        """Values that must never be written anywhere (DESIGN 7b): see `named_secrets`."""
+        return list(self.named_secrets().values())
+
+    def named_secrets(self) -> dict[str, str]:
+        """Secret values by where they came from: the provider keys, the variables listed under
+        `secrets:`, and variables whose names say KEY, TOKEN, SECRET, ... (`looks_secret`).
+
+        A variable picked up only by its name is skipped when its value is shorter than
+        SUBSTRING_LENGTH: `TOKENIZERS_PARALLELISM=false` is no credential, and masking `false`
+        would garble every artifact. Declared ones are kept whatever their length.
+        """
+        found = {
+            name: key.get_secret_value()
+            for name, key in (
+                ("OPENAI_API_KEY", self.openai_api_key),
+                ("ANTHROPIC_API_KEY", self.anthropic_api_key),
+            )
+            if key is not None and key.get_secret_value()
+        }
+        found.update(
+            (f"${name}", value)
+            for name, value in os.environ.items()
+            if value and looks_secret(name) and len(value) >= SUBSTRING_LENGTH
+        )
+        found.update(
+            (f"${name} (secrets:)", os.environ[name])
+            for name in self.secrets
+            if os.environ.get(name)
+        )
+        return found
 
 
 def user_config_path() -> Path:
@@ -181,8 +221,13 @@ def environ() -> dict[str, str]:
 
 
 def secret_env_values() -> list[str]:
-    """Values of environment variables whose names contain KEY, TOKEN, SECRET or PASSWORD."""
-    return [value for name, value in os.environ.items() if _SECRET_NAME.search(name) and value]
+    """Values of environment variables whose names look secret (`looks_secret`), long enough to
+    be credentials (see `Settings.named_secrets`)."""
+    return [
+        value
+        for name, value in os.environ.items()
+        if value and looks_secret(name) and len(value) >= SUBSTRING_LENGTH
+    ]
 
 
 class _YamlFileSource(PydanticBaseSettingsSource):
@@ -246,15 +291,70 @@ def load_settings(
             )
 
     given = {key: value for key, value in (overrides or {}).items() if value is not None}
+    files = (project_file, user_file)
     try:
-        return _Bound(**given)
+        settings = _Bound(**given)
     except ValidationError as exc:
-        lines = []
-        for error in exc.errors():
-            where = ".".join(str(part) for part in error["loc"])
-            # Never echo the rejected input: it may be a secret.
-            lines.append(f"setting {where}: {error['msg']}")
-        raise ConfigError(
-            "invalid settings (from flags, AGENT_RUNNER_* variables or config files):\n  "
-            + "\n  ".join(lines)
-        ) from None
+        raise ConfigError(_explain_settings(exc, files)) from None
+    settings._files = files
+    return settings
+
+
+def locate_key(files: tuple[Path, ...], keys: tuple[str | int, ...]) -> str:
+    """`file:line:column` of the first file (of `files`) whose YAML holds the key path `keys`."""
+    for path in files:
+        try:
+            node = yaml.compose(path.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError):
+            continue
+        found = None
+        for key in keys:
+            found = None
+            if isinstance(node, yaml.MappingNode):
+                found = next((k for k, _ in node.value if k.value == str(key)), None)
+                node = next((v for k, v in node.value if k is found), None)
+            if found is None:
+                break
+        if found is not None:
+            return f"{path}:{found.start_mark.line + 1}:{found.start_mark.column + 1}"
+    return str(files[0]) if files else "config"
+
+
+# pydantic's wording names internal classes ("a valid dictionary or instance of RetrySettings").
+_PLAIN_MESSAGES = {
+    "model_type": "expected a mapping of settings (key: value)",
+    "dict_type": "expected a mapping (key: value)",
+    "list_type": "expected a list",
+}
+
+
+def _explain_settings(exc: ValidationError, files: tuple[Path, ...]) -> str:
+    lines = []
+    for error in exc.errors(include_input=False):
+        loc = tuple(error["loc"])
+        where = ".".join(str(part) for part in loc)
+        place = locate_key(files, loc)
+        # Never echo the rejected input: it may be a secret.
+        message = _PLAIN_MESSAGES.get(error["type"], error["msg"])
+        if error["type"] == "extra_forbidden":
+            known = _known_settings(loc[:-1])
+            close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+            message = "unknown setting" + (f" (did you mean {close[0]!r}?)" if close else "")
+        if ":" in place:
+            lines.append(f"{place}: setting {where}: {message}")
+        else:
+            lines.append(f"setting {where}: {message}")
+    return "invalid settings (from flags, AGENT_RUNNER_* variables or config files):\n  " + (
+        "\n  ".join(lines)
+    )
+
+
+def _known_settings(loc: tuple[str | int, ...]) -> list[str]:
+    current: Any = Settings
+    for part in loc:
+        fields = getattr(current, "model_fields", None)
+        if not fields or part not in fields:
+            return []
+        current = fields[part].annotation
+    fields = getattr(current, "model_fields", None)
+    return sorted(fields) if fields else []

@@ -89,6 +89,22 @@ def test_secret_values_include_keys_and_secret_named_variables(isolated, monkeyp
     assert "sk-abcdef" in secrets and "hunter22" in secrets and "visible" not in secrets
 
 
+def test_the_secret_names_of_design_7b_and_the_config_secrets_list(isolated, monkeypatch):
+    for name in ("SVC_AUTH", "BROWSER_COOKIE", "CLOUD_CREDENTIALS", "X_SECRET", "GH_TOKEN"):
+        monkeypatch.setenv(name, f"value-of-{name}")
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Alice Author")  # a public identity, not a secret
+    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")  # too short to be a credential
+    monkeypatch.setenv("MODE", "test")
+    monkeypatch.setenv("DEPLOY_PIN", "4821")
+    write_project(isolated, "secrets: [DEPLOY_PIN]\n")
+    named = load_settings().named_secrets()
+    values = set(named.values())
+    for name in ("SVC_AUTH", "BROWSER_COOKIE", "CLOUD_CREDENTIALS", "X_SECRET", "GH_TOKEN"):
+        assert f"value-of-{name}" in values
+    assert not values & {"Alice Author", "false", "test"}
+    assert named["$DEPLOY_PIN (secrets:)"] == "4821"  # declared: kept however short
+
+
 def test_an_explicit_config_file_must_exist(isolated):
     with pytest.raises(ConfigError, match="config file not found"):
         load_settings(config_file=isolated / "missing.yaml")

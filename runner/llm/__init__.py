@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from runner.llm.base import LLM, Message, ProviderFactory, Reply, RetryEvent, Usage
 from runner.llm.models import cost_usd, lookup_model
-from runner.llm.registry import create_llm, provider_names
+from runner.llm.registry import create_llm, provider_names, spec_problem
 
 __all__ = [
     "LLM",
@@ -20,4 +20,5 @@ __all__ = [
     "create_llm",
     "lookup_model",
     "provider_names",
+    "spec_problem",
 ]

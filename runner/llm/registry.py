@@ -5,6 +5,7 @@ Importing this module imports no SDK; only the chosen provider's module is impor
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.metadata
 import re
@@ -14,7 +15,14 @@ from runner.errors import ConfigError
 from runner.llm.base import LLM, ProviderFactory
 from runner.settings import Settings
 
-__all__ = ["BUILTIN_PROVIDERS", "ENTRY_POINT_GROUP", "create_llm", "provider_names", "split_spec"]
+__all__ = [
+    "BUILTIN_PROVIDERS",
+    "ENTRY_POINT_GROUP",
+    "create_llm",
+    "provider_names",
+    "spec_problem",
+    "split_spec",
+]
 
 ENTRY_POINT_GROUP = "agent_runner.providers"
 BUILTIN_PROVIDERS: dict[str, str] = {
@@ -51,6 +59,23 @@ def split_spec(spec: str, settings: Settings) -> tuple[str, str]:
     )
 
 
+def spec_problem(spec: str) -> tuple[str, str] | None:
+    """(message, hint) when a `PROVIDER:MODEL` spec names an unknown provider or no model; None
+    when it looks right (or is a bare model name, whose provider only the settings can tell).
+    Imports no provider, so `validate` can ask."""
+    if ":" not in spec:
+        return None
+    provider, model = spec.strip().split(":", 1)
+    known = provider_names()
+    if provider not in known:
+        close = difflib.get_close_matches(provider, known, n=1)
+        hint = f"did you mean {close[0]}:{model}?" if close else f"known: {', '.join(known)}"
+        return f"unknown model provider {provider!r}", hint
+    if not model and provider != "replay":
+        return f"model spec {spec!r} names no model", f"write {provider}:MODEL"
+    return None
+
+
 def create_llm(spec: str, settings: Settings) -> LLM:
     """The model a `--model` spec names, ready to call."""
     provider, model = split_spec(spec, settings)
@@ -77,6 +102,9 @@ def _factory(provider: str) -> ProviderFactory:
     hint = ""
     if "." in provider or "/" in provider:
         hint = f"; for a model name with ':' in it, write openai:{provider}:..."
+    close = difflib.get_close_matches(provider, provider_names(), n=1)
+    if close:
+        hint += f"; did you mean {close[0]!r}?"
     raise ConfigError(
         f"unknown model provider {provider!r}: known providers are"
         f" {', '.join(provider_names())}{hint}"

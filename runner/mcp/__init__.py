@@ -12,17 +12,22 @@ from __future__ import annotations
 from runner.mcp.extension import WORKSPACE, ExtensionConfig, ToolPolicy, overlay
 from runner.mcp.hub import McpHub
 from runner.mcp.launch import builtin_workspace_root, server_env, workspace_extension
+from runner.mcp.policy import BUILTIN_TOOL_NAMES, Unmatched, tool_names, unmatched_patterns
 from runner.mcp.render import HubEvent, policy_allows
 
 __all__ = [
+    "BUILTIN_TOOL_NAMES",
     "WORKSPACE",
     "ExtensionConfig",
     "HubEvent",
     "McpHub",
     "ToolPolicy",
+    "Unmatched",
     "builtin_workspace_root",
     "overlay",
     "policy_allows",
     "server_env",
+    "tool_names",
+    "unmatched_patterns",
     "workspace_extension",
 ]

@@ -29,11 +29,13 @@ class ExtensionConfig(BaseModel):
     args: list[str] = Field(default_factory=list)
     """stdio: the command's arguments."""
     envs: dict[str, str] = Field(default_factory=dict)
-    """stdio: extra environment; values take `${VAR}` and `${VAR:-default}`. Values are secrets."""
+    """stdio: extra environment; values take `${VAR}` and `${VAR:-default}`; which
+    are secrets: runner/task/secrets.py."""
     uri: str | None = None
     """sse / streamable_http: the endpoint URL."""
     headers: dict[str, str] = Field(default_factory=dict)
-    """sse / streamable_http: HTTP headers; values take `${VAR}` and are secrets."""
+    """sse / streamable_http: HTTP headers; values take `${VAR}`; which are secrets:
+    runner/task/secrets.py."""
     enabled: bool = True
     """False leaves the server out of the task."""
     required: bool = True

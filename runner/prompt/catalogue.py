@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from runner.prompt.sections import Section
 from runner.toolcall import ATTEMPT_COMPLETION, ToolSpec
+from runner.workspace import DESCRIPTIONS
 
 __all__ = ["catalogue_sections", "describe_type", "example_value"]
+
+# A sentence ends at `.`, `!` or `?` and a space; the SEARCH/REPLACE layout keeps its own lines.
+_SENTENCE_END = re.compile(r"(?<=[.!?])[ \n]+(?=[A-Z`])")
 
 TOOL_USE = """\
 You act by calling tools. A tool call is XML in your reply: the tool's name as the outer tag and
@@ -23,8 +28,7 @@ each parameter as an inner tag. For example:
   strings. Numbers, booleans, arrays and objects are written as JSON (`3`, `true`, `["a", "b"]`).
 - You may put several tool calls in one message; they run in order, and you get all their results
   in the next message. Calls that depend on an earlier result belong in a later message.
-- Text outside tool calls is kept as your reasoning. Nobody reads it during the run and nobody will
-  answer questions: this is a non-interactive run.
+- Text outside tool calls is kept as your reasoning; nobody reads it while the run goes on.
 - When the task is done, or cannot be done, call attempt_completion with the final result. It ends
   the session; tool calls after it in the same message do not run. A message with neither a tool
   call nor attempt_completion gets a reminder, and several in a row fail the task."""
@@ -35,10 +39,11 @@ def catalogue_sections(
 ) -> list[Section]:
     """MCP SERVERS, TOOL USE and TOOLS; `tools` are exposed tools, attempt_completion is added."""
     every_tool = [*tools, ATTEMPT_COMPLETION]
+    offered = {t.name for t in every_tool}
     return [
         Section("MCP SERVERS", _servers_text(servers), "generated"),
         Section("TOOL USE", TOOL_USE, "generated"),
-        Section("TOOLS", "\n\n".join(_tool_entry(t) for t in every_tool), "generated"),
+        Section("TOOLS", "\n\n".join(_tool_entry(t, offered) for t in every_tool), "generated"),
     ]
 
 
@@ -55,11 +60,12 @@ def _servers_text(servers: Mapping[str, Sequence[ToolSpec]]) -> str:
     return "\n".join(lines)
 
 
-def _tool_entry(spec: ToolSpec) -> str:
+def _tool_entry(spec: ToolSpec, offered: set[str]) -> str:
     schema = spec.input_schema or {}
     properties: dict[str, Any] = schema.get("properties") or {}
     required = set(schema.get("required") or [])
-    lines = [f"## {spec.name}", f"Description: {spec.description.strip() or '(none given)'}"]
+    about = _without_absent_tools(spec.description.strip(), offered)
+    lines = [f"## {spec.name}", f"Description: {about or '(none given)'}"]
     if spec.server:
         lines.append(f"Server: {spec.server}")
     lines.append("Parameters:")
@@ -72,16 +78,31 @@ def _tool_entry(spec: ToolSpec) -> str:
             f"- {name} ({need}, {describe_type(prop, schema)})" + (f": {about}" if about else "")
         )
     usage = {
-        name: f"{name} here" for name in properties if name in required or len(properties) <= 3
+        name: f"{name} here"
+        for name, prop in properties.items()
+        if name in required or len(properties) <= 3 or prop.get("examples")
     }
     lines += ["Usage:", _xml(spec.name, usage)]
+    # Optional parameters that carry `examples` are the ones a call usually needs (replace_in_file's
+    # `diff`): an Example without them would teach a call that does nothing.
     example = {
         name: _as_text(example_value(prop, schema))
         for name, prop in properties.items()
-        if name in required
+        if name in required or prop.get("examples")
     }
     lines += ["Example:", _xml(spec.name, example)]
     return "\n".join(lines)
+
+
+def _without_absent_tools(description: str, offered: set[str]) -> str:
+    """`description` without the sentences that point at a built-in tool the task does not offer
+    (write_to_file's "use replace_in_file" when that one is denied)."""
+    absent = [name for name in DESCRIPTIONS if name not in offered]
+    if not absent:
+        return description
+    mention = re.compile(r"\b(?:" + "|".join(absent) + r")\b")
+    sentences = _SENTENCE_END.split(description)
+    return " ".join(s for s in sentences if not mention.search(s)).strip()
 
 
 def _xml(tool: str, values: Mapping[str, str]) -> str:

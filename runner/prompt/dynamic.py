@@ -36,7 +36,8 @@ def host_facts(env: dict[str, str]) -> HostFacts:
         user = env.get("USER", "unknown")
     return HostFacts(
         os=f"{platform.system()} {platform.release()} ({platform.machine()})",
-        shell=env.get("SHELL", "/bin/sh"),
+        # What execute_command runs commands with, whatever the user's login shell ($SHELL).
+        shell="/bin/sh",
         user=user,
         time=datetime.now(UTC).isoformat(timespec="seconds"),
     )

@@ -12,6 +12,7 @@ from runner.report.console import final_table, task_finished_line, task_started_
 from runner.report.github import (
     GitHubActions,
     add_mask_lines,
+    config_error_annotations,
     error_annotation,
     group_end,
     group_start,
@@ -33,6 +34,7 @@ __all__ = [
     "SUMMARY_VERSION",
     "GitHubActions",
     "add_mask_lines",
+    "config_error_annotations",
     "error_annotation",
     "exit_code_of",
     "final_table",

@@ -6,6 +6,9 @@ asks for it (`color=True`, decided from the terminal by the caller).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+
 from runner.outcome import RunSummary, Status, TaskOutcome
 from runner.redact import Redactor
 from runner.report.summary import (
@@ -13,7 +16,6 @@ from runner.report.summary import (
     format_cost,
     format_duration,
     format_tokens,
-    one_line,
 )
 
 __all__ = ["STATUS_LABELS", "final_table", "task_finished_line", "task_started_line"]
@@ -36,6 +38,34 @@ _COLORS: dict[Status, str] = {
 }
 _LABEL_WIDTH = max(len(label) for label in STATUS_LABELS.values())
 _REASON_LIMIT = 160
+# A path of three or more parts: on a console line its folders matter least, its name most.
+_ASIDE = re.compile(r" ?\((?:[^()'\"]*)\)")
+_ADVICE = re.compile(r"(?<=[.;]) [A-Z][^.]*\.?$")
+_LONG_PATH = re.compile(r"(?<![\w.~])(?:~|\.{1,2})?(?:/[^\s/'\"()\[\]]+){2,}/([^\s/'\"()\[\]]+)")
+
+
+def fit_reason(text: str, limit: int = _REASON_LIMIT) -> str:
+    """`text` on one line within `limit` characters, keeping the cause of an error.
+
+    A reason too long for the line loses, in turn: the folders of its paths (`…/python3: No
+    module named x`), its parenthesised asides, a closing piece of advice, and then its middle:
+    what failed (up to the first `: `) and how it ended (the tail, where a server's last stderr
+    line is quoted) stay. The whole reason is in the summary, JUnit and the session log.
+    """
+    flat = " ".join(text.split())
+    steps: tuple[Callable[[str], str], ...] = (
+        lambda t: _LONG_PATH.sub(lambda match: f"…/{match.group(1)}", t),
+        lambda t: " ".join(_ASIDE.sub("", t).split()),
+        lambda t: _ADVICE.sub("", t),
+    )
+    for step in steps:
+        if len(flat) <= limit:
+            return flat
+        flat = step(flat)
+    if len(flat) <= limit:
+        return flat
+    what = flat.split(": ", 1)[0] + ": " if ": " in flat[: limit // 2] else flat[: limit // 3]
+    return what + "…" + flat[len(flat) - (limit - len(what) - 1) :]
 
 
 def _paint(text: str, status: Status, color: bool) -> str:
@@ -61,7 +91,7 @@ def task_finished_line(outcome: TaskOutcome, *, redactor: Redactor, color: bool 
     )
     line = f"{outcome.name}  {facts}"
     if outcome.status != "passed":
-        why = one_line(redactor.text(outcome.reason), _REASON_LIMIT)
+        why = fit_reason(redactor.text(outcome.reason))
         cause = f"({outcome.kind}) " if outcome.kind else ""
         if cause or why:
             line += f"  {cause}{why}".rstrip()

@@ -8,13 +8,14 @@ GitHub names in the environment). The caller passes the environment in, so nothi
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from secrets import token_hex
 
 from runner.outcome import RunSummary, Status, TaskOutcome
-from runner.redact import Redactor
+from runner.redact import SUBSTRING_LENGTH, Redactor
 from runner.report.summary import (
     EXIT_CODE_MEANINGS,
     display_path,
@@ -28,6 +29,7 @@ __all__ = [
     "STEP_SUMMARY_LIMIT",
     "GitHubActions",
     "add_mask_lines",
+    "config_error_annotations",
     "error_annotation",
     "escape_data",
     "escape_property",
@@ -41,8 +43,9 @@ __all__ = [
 STEP_SUMMARY_LIMIT = 1024 * 1024
 """GitHub refuses a step summary over 1 MiB, and then shows none of it."""
 
-_MIN_MASK_LENGTH = 4
-"""As in the Redactor: masking shorter values would star out ordinary words across the log."""
+_MIN_MASK_LENGTH = SUBSTRING_LENGTH
+"""GitHub masks substrings: a shorter secret would star out ordinary words across the log (the
+runner's own lines still mask it where it stands alone)."""
 _REASON_CELL_LIMIT = 200
 _ICONS: dict[Status, str] = {
     "passed": "✅",
@@ -106,6 +109,27 @@ def error_annotation(outcome: TaskOutcome, *, redactor: Redactor) -> str:
         f"::error file={escape_property(file)},title={escape_property(title)}"
         f"::{escape_data(message)}"
     )
+
+
+_LOCATED = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+)(?::(?P<col>\d+))?: (?P<message>.+)$")
+
+
+def config_error_annotations(text: str) -> list[str]:
+    """`::error` lines for a configuration error (exit 2): one per `file:line[:col]: message`
+    line of `text`, pointing at that place, or one without a place when no line has one.
+    The text is the runner's own message, which never echoes a rejected value."""
+    lines = []
+    for raw in text.splitlines():
+        match = _LOCATED.match(raw.strip().removeprefix("agent-runner: "))
+        if match is None:
+            continue
+        where = f"file={escape_property(display_path(Path(match['file'])))},line={match['line']}"
+        if match["col"]:
+            where += f",col={match['col']}"
+        lines.append(f"::error {where},title=configuration error::{escape_data(match['message'])}")
+    if not lines and text.strip():
+        lines.append(f"::error title=configuration error::{escape_data(text.strip())}")
+    return lines
 
 
 def group_start(title: str) -> str:

@@ -59,7 +59,7 @@ _TOTALS_FIELDS = (
 
 
 def exit_code_of(outcomes: list[TaskOutcome]) -> ExitCode:
-    """The run's single exit code: the worst of the tasks' own codes (3, 4, 1, 5, 0)."""
+    """The run's single exit code: the worst of the tasks' own codes (3, 2, 4, 1, 5, 0)."""
     return worst_exit_code([o.exit_code for o in outcomes])
 
 

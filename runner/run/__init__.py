@@ -13,7 +13,14 @@ calls of one reply that run at once, `agent_resume` settles sub-agents a cut-off
 from __future__ import annotations
 
 from runner.run.app import RunOptions, run_tasks
-from runner.run.commands import print_prompt, validate
+from runner.run.commands import annotate_config_error, print_prompt, validate
 from runner.run.resume import resume_sessions
 
-__all__ = ["RunOptions", "print_prompt", "resume_sessions", "run_tasks", "validate"]
+__all__ = [
+    "RunOptions",
+    "annotate_config_error",
+    "print_prompt",
+    "resume_sessions",
+    "run_tasks",
+    "validate",
+]

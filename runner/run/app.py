@@ -20,7 +20,7 @@ from runner import __version__
 from runner.errors import ConfigError, ExitCode, RunnerError, worst_exit_code
 from runner.llm import LLM
 from runner.outcome import RunSummary, TaskOutcome
-from runner.redact import Redactor
+from runner.redact import Redactor, short_secret_warnings
 from runner.report import (
     GitHubActions,
     add_mask_lines,
@@ -160,15 +160,19 @@ def execute(jobs: list[Job], settings: Settings, options: RunOptions) -> int:
 
 def _execute(jobs: list[Job], settings: Settings, options: RunOptions, watchdog: Watchdog) -> int:
     env = environ()
-    secrets = [*settings.secret_values(), *(s for job in jobs for s in job.task.secrets)]
-    redactor = Redactor(secrets)
+    secrets = settings.named_secrets()
+    for job in jobs:
+        secrets.update(job.task.named_secrets)
+    redactor = Redactor(secrets.values())
     github = GitHubActions.from_env(env)
     console = _Console(
         redactor, sys.stderr if options.output == "json" else sys.stdout, options.quiet
     )
+    for warning in short_secret_warnings(secrets):
+        console.diagnostic(warning)
     if github is not None:
         for line in add_mask_lines(redactor.secrets):
-            print(line, flush=True)
+            console.command(line)
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:8]
     ctx = RunContext(
         settings=settings,
@@ -206,7 +210,7 @@ def _execute(jobs: list[Job], settings: Settings, options: RunOptions, watchdog:
         for outcome in outcomes:
             line = error_annotation(outcome, redactor=redactor)
             if line:
-                print(line, flush=True)
+                console.command(line)
         if github.step_summary is not None:
             write_step_summary(summary, github.step_summary, redactor)
         if github.output is not None:
@@ -252,6 +256,13 @@ class _Console:
 
     def always(self, text: str) -> None:
         print(self._redactor.text(text), file=self._stream, flush=True)
+
+    def command(self, text: str) -> None:
+        """A GitHub workflow command, as built (an `::add-mask::` line holds the secret it masks).
+
+        It goes where the console goes: stderr under `--output json`, whose stdout is one JSON
+        document; the Actions runner reads workflow commands from both streams of a step."""
+        print(text, file=self._stream, flush=True)
 
     def diagnostic(self, text: str) -> None:
         print(self._redactor.text(text), file=sys.stderr, flush=True)

@@ -10,13 +10,22 @@ from runner.errors import ConfigError, ExitCode, Problem, TaskFileError
 from runner.settings import Settings, environ, load_settings
 from runner.task import Task, discover_task_files, load_tasks
 
-__all__ = ["agent_problems", "check_sections", "load_selected_tasks", "print_prompt", "validate"]
+__all__ = [
+    "agent_problems",
+    "annotate_config_error",
+    "check_config_extensions",
+    "check_sections",
+    "load_selected_tasks",
+    "print_prompt",
+    "validate",
+]
 
 
 def load_selected_tasks(
     paths: Sequence[str], params: Mapping[str, str], settings: Settings
 ) -> list[Task]:
     """Discover and load tasks with the config's extensions and the process environment."""
+    check_config_extensions(settings)
     files = discover_task_files(paths)
     return load_tasks(
         files,
@@ -25,6 +34,40 @@ def load_selected_tasks(
         env=environ(),
         config_agents=settings.agents,
     )
+
+
+def check_config_extensions(settings: Settings) -> None:
+    """Raise ConfigError naming the config file and line of each bad key of its `extensions:`,
+    once for the run (the task loader leaves such keys to this check)."""
+    import difflib
+
+    from pydantic import ValidationError
+
+    from runner.mcp import ExtensionConfig
+
+    known = sorted(ExtensionConfig.model_fields)
+    lines = []
+    for name, fields in settings.extensions.items():
+        try:
+            ExtensionConfig.model_validate({"name": name, **fields})
+            continue
+        except ValidationError as exc:
+            errors = exc.errors()
+        for error in errors:
+            key = str(error["loc"][0]) if error["loc"] else ""
+            # An entry may set a few fields of a task's server (no `cmd`), and `${VAR}` is
+            # filled in later: those are judged once merged, in the task.
+            if not key or error["type"] == "missing" or "${" in str(error.get("input")):
+                continue
+            where = settings.where("extensions", name, key)
+            if error["type"] == "extra_forbidden":
+                close = difflib.get_close_matches(key, known, n=1)
+                hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
+                lines.append(f"{where}: extensions.{name}.{key}: unknown key ({hint})")
+            else:
+                lines.append(f"{where}: extensions.{name}.{key}: {error['msg']}")
+    if lines:
+        raise ConfigError("\n".join(lines))
 
 
 def check_sections(task: Task, settings: Settings) -> None:
@@ -48,6 +91,7 @@ def validate(paths: Sequence[str], params: Mapping[str, str], config: Path | Non
         for problem in exc.problems:
             print(problem, file=sys.stderr)
         print(f"{len(exc.problems)} problem(s) found", file=sys.stderr)
+        annotate_config_error(str(exc), json_output=False)
         return ExitCode.USAGE
     for task in tasks:
         check_sections(task, settings)
@@ -106,3 +150,15 @@ def _pick(tasks: list[Task], name: str | None, path: str) -> Task:
             f"({', '.join(t.name for t in tasks)})"
         )
     return tasks[0]
+
+
+def annotate_config_error(text: str, *, json_output: bool) -> None:
+    """Under GitHub Actions, `::error` annotations at the file and line of a configuration error
+    (on stderr under `--output json`, whose stdout is one JSON document)."""
+    from runner.report import GitHubActions, config_error_annotations
+
+    if GitHubActions.from_env(environ()) is None:
+        return
+    stream = sys.stderr if json_output else sys.stdout
+    for line in config_error_annotations(text):
+        print(line, file=stream, flush=True)

@@ -24,7 +24,7 @@ from runner.run.checkout import checkout_record
 from runner.run.checks import expect_problem, feedback_for_check, run_check
 from runner.run.compaction import Compactor
 from runner.run.loop import AgentGaveUp, Completion, run_loop
-from runner.run.session_tools import task_system_prompt
+from runner.run.session_tools import check_tool_patterns, task_system_prompt
 from runner.sessionlog import LogWriteError, SessionLogWriter
 from runner.settings import Settings
 from runner.task import Task
@@ -204,6 +204,7 @@ async def _run(
     try:
         async with hub:  # stops every server on the way out, cancellation included
             tools = offered_tools(task, hub.allowed_tools)
+            check_tool_patterns(task, [*hub.tools, *tools])
             system = task_system_prompt(task, settings, tools, ctx.env)
             _open_log(task, llm, ctx, state, redactor, system, tools, resume)
             _warn_on_tool_drift(resume, tools, state, ctx)

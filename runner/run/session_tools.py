@@ -5,11 +5,24 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from runner.errors import ConfigError
 from runner.settings import Settings, environ
 from runner.task import Task
 from runner.toolcall import ToolSpec
 
-__all__ = ["list_task_tools", "task_system_prompt", "task_tool_lists"]
+__all__ = ["check_tool_patterns", "list_task_tools", "task_system_prompt", "task_tool_lists"]
+
+
+def check_tool_patterns(task: Task, tools: list[ToolSpec]) -> None:
+    """Raise ConfigError (exit 2) when a `tools.allow`/`tools.deny` glob matches none of the
+    tools the task's servers listed (the loader checked tasks with only built-in tools)."""
+    from runner.mcp import tool_names, unmatched_patterns
+
+    names = tool_names((spec.name, spec.call_name, spec.server) for spec in tools)
+    missed = unmatched_patterns(task.spec.tools, names)
+    if missed:
+        lines = [f"tools.{m.field}[{m.index}]: {m.message} ({m.hint})" for m in missed]
+        raise ConfigError(f"{task.file}:{task.line}: task {task.name!r}: " + "; ".join(lines))
 
 
 def task_system_prompt(
@@ -42,7 +55,10 @@ def list_task_tools(task: Task, settings: Settings) -> list[ToolSpec]:
     """The tools the task may call, as its run offers them."""
     from runner.run.agents import offered_tools
 
-    return offered_tools(task, task_tool_lists(task, settings)[1])
+    every, allowed = task_tool_lists(task, settings)
+    tools = offered_tools(task, allowed)
+    check_tool_patterns(task, [*every, *tools])
+    return tools
 
 
 def task_tool_lists(task: Task, settings: Settings) -> tuple[list[ToolSpec], list[ToolSpec]]:

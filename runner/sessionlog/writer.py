@@ -197,7 +197,8 @@ class SessionLogWriter:
             turn=turn,
             tool=tool,
             server=server,
-            arguments=dict(arguments),
+            # The model names these keys: one may hold a secret (field names never do).
+            arguments=self._redactor.data(dict(arguments), keys=True),
             result=preview,
             result_ref=ref,
             result_bytes=size,

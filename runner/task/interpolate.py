@@ -29,13 +29,13 @@ class MissingVariable(KeyError):
         self.name = name
 
 
-def interpolate_env(text: str, env: Mapping[str, str]) -> tuple[str, list[str]]:
+def interpolate_env(text: str, env: Mapping[str, str]) -> tuple[str, list[tuple[str, str]]]:
     """Expand `${VAR}` and `${VAR:-default}` (and `$$` to `$`).
 
-    Returns the text and the values that came from the environment, so that the caller can treat
-    them as secrets. Raises MissingVariable for an unset variable without a default.
+    Returns the text and the (name, value) of each variable used, so that the caller can tell
+    which values are secrets. Raises MissingVariable for an unset variable without a default.
     """
-    pulled: list[str] = []
+    pulled: list[tuple[str, str]] = []
 
     def expand(match: re.Match[str]) -> str:
         if match.group(0) == "$$":
@@ -46,7 +46,7 @@ def interpolate_env(text: str, env: Mapping[str, str]) -> tuple[str, list[str]]:
             if default is None:
                 raise MissingVariable(name)
             return default
-        pulled.append(value)
+        pulled.append((name, value))
         return value
 
     return ENV_REF.sub(expand, text), pulled

@@ -5,9 +5,7 @@ Every problem is reported as `file:line:column: field: message (hint)`, all at o
 
 from __future__ import annotations
 
-import difflib
 import glob
-import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,17 +14,20 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from runner.errors import ConfigError, Problem, TaskFileError
+from runner.llm import spec_problem
 from runner.mcp import WORKSPACE, ExtensionConfig, overlay, workspace_extension
 from runner.task.agents import config_agent_layer
 from runner.task.interpolate import MissingVariable, fill_params, interpolate_env, placeholders
 from runner.task.model import SuiteSpec, TaskSpec
+from runner.task.problems import REFERENCE_HINT, explain_errors
+from runner.task.secrets import declared_secrets, extension_secrets
+from runner.task.toolcheck import static_unmatched
 from runner.task.yamlsource import Located, Path_, YamlError, load_located
 
 __all__ = ["Task", "discover_task_files", "load_tasks"]
 
 TASK_SUFFIXES = (".yaml", ".yml")
 _TEMPLATED_FIELDS = ("prompt", "description")
-_REFERENCE_HINT = "see the task file reference in the README"
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,9 @@ class Task:
     """Every configured server by name, the built-in workspace included (maybe disabled)."""
     params: dict[str, str] = field(default_factory=dict)
     secrets: tuple[str, ...] = ()
-    """Values of extension envs and headers: masked wherever anything is written."""
+    """Secret values (runner/task/secrets.py): masked wherever anything is written."""
+    named_secrets: Mapping[str, str] = field(default_factory=dict)
+    """The same values by where each came from, for warnings that must not show the value."""
 
     @property
     def prompt(self) -> str:
@@ -152,9 +155,7 @@ class _Loader:
             )
             return []
         if not isinstance(located.data, dict):
-            self.problem(
-                path, located, (), "a task file must be a mapping of keys", _REFERENCE_HINT
-            )
+            self.problem(path, located, (), "a task file must be a mapping of keys", REFERENCE_HINT)
             return []
         if "tasks" in located.data or "defaults" in located.data:
             return self._load_suite(path, located)
@@ -201,7 +202,15 @@ class _Loader:
         base = path.parent.resolve()
         workdir = (base / spec.workdir).resolve()
         repository = _repository_of(base)
-        if not workdir.is_dir():
+        if workdir.is_file():
+            self.problem(
+                path,
+                located,
+                (*at, "workdir"),
+                f"workdir {workdir} is a file, not a folder",
+                "point `workdir:` at the folder the tools should work in",
+            )
+        elif not workdir.is_dir():
             self.problem(
                 path,
                 located,
@@ -220,6 +229,11 @@ class _Loader:
                 "the repository (or folder outside any repository) that holds the workdir",
             )
         extensions, secrets = self._extensions(path, located, at, spec, workdir)
+        if spec.model and (bad := spec_problem(spec.model)):
+            self.problem(path, located, _own(at, raw, ("model",)), *bad)
+        for miss in static_unmatched(spec.tools, extensions):
+            where = _own(at, raw, ("tools", miss.field, miss.index))
+            self.problem(path, located, where, miss.message, miss.hint)
         line = located.where(at)[0] if at else 1
         return [
             Task(
@@ -231,7 +245,8 @@ class _Loader:
                 prompt_dirs=tuple((base / p).resolve() for p in spec.prompts),
                 extensions=extensions,
                 params=values,
-                secrets=tuple(secrets),
+                secrets=tuple(dict.fromkeys(secrets.values())),
+                named_secrets=secrets,
             )
         ]
 
@@ -271,7 +286,7 @@ class _Loader:
 
     def _extensions(
         self, path: Path, located: Located, at: Path_, spec: TaskSpec, workdir: Path
-    ) -> tuple[dict[str, ExtensionConfig], list[str]]:
+    ) -> tuple[dict[str, ExtensionConfig], dict[str, str]]:
         layers: list[Mapping[str, Mapping[str, Any]]] = [
             {WORKSPACE: workspace_extension(workdir).model_dump(exclude_defaults=True)},
             self.config_extensions,
@@ -282,13 +297,14 @@ class _Loader:
             for name, fields in layer.items():
                 merged[name] = overlay(merged.get(name, {}), fields)
         result: dict[str, ExtensionConfig] = {}
-        secrets: list[str] = []
+        secrets = declared_secrets(spec.secrets, self.env)
         for name, fields in merged.items():
+            pulled: list[tuple[str, str]] = []
             where = (*at, "extensions", name)
             fields.setdefault("name", name)
             if fields.get("enabled", True) is not False:
                 try:
-                    fields = self._interpolate(fields, secrets)  # noqa: PLW2901
+                    fields = self._interpolate(fields, pulled)  # noqa: PLW2901
                 except MissingVariable as missing:
                     self.problem(
                         path,
@@ -301,13 +317,14 @@ class _Loader:
             try:
                 result[name] = ExtensionConfig.model_validate(fields)
             except ValidationError as exc:
-                self._report(path, located, exc, where, ExtensionConfig, spec.extensions.get(name))
+                self._report(
+                    path, located, exc, where, ExtensionConfig, spec.extensions.get(name, {})
+                )
                 continue
-            secrets.extend(result[name].envs.values())
-            secrets.extend(result[name].headers.values())
+            secrets.update(extension_secrets(name, result[name], pulled, spec.secrets))
         return result, secrets
 
-    def _interpolate(self, fields: dict[str, Any], pulled: list[str]) -> dict[str, Any]:
+    def _interpolate(self, fields: dict[str, Any], pulled: list[tuple[str, str]]) -> dict[str, Any]:
         def expand(value: Any) -> Any:
             if isinstance(value, str):
                 text, values = interpolate_env(value, self.env)
@@ -330,12 +347,12 @@ class _Loader:
         model: type[BaseModel],
         own: Mapping[str, Any] | None = None,
     ) -> None:
-        for error in exc.errors(include_input=False):
-            loc = tuple(error["loc"])
+        for loc, message, hint in explain_errors(exc, model):
             where = (*at, *loc)
+            if own is not None and loc and loc[0] not in own and at[-2:-1] == ("extensions",):
+                continue  # from the config file's entry: `check_config_extensions` blames it
             if at and own is not None and loc and loc[0] not in own and at[0] == "tasks":
                 where = ("defaults", *loc)  # the bad value came from the suite's defaults
-            message, hint = _explain(error["type"], error["msg"], loc, model)
             self.problem(path, located, where, message, hint)
 
     def check_unique_names(self, tasks: list[Task]) -> None:
@@ -377,6 +394,11 @@ def _repository_of(folder: Path) -> Path | None:
     return None
 
 
+def _own(at: Path_, raw: Mapping[str, Any], key: Path_) -> Path_:
+    """Where `key` of a task is written: in the task, or in its suite's defaults."""
+    return (*at, *key) if not at or key[0] in raw else ("defaults", *key)
+
+
 def _deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in over.items():
@@ -392,33 +414,3 @@ def _dotted(path: Path_) -> str:
     for part in path:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
     return text
-
-
-def _explain(kind: str, msg: str, loc: Path_, model: type[BaseModel]) -> tuple[str, str]:
-    field_name = str(loc[-1]) if loc else ""
-    if kind == "extra_forbidden":
-        known = _known_fields(model, loc[:-1])
-        close = difflib.get_close_matches(field_name, known, n=1)
-        hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
-        return "unknown key", hint
-    if kind == "missing":
-        if field_name == "prompt":
-            return "required field is missing", "add `prompt:` with the task's first user message"
-        return "required field is missing", f"add `{field_name}:`"
-    if msg.startswith("Value error, "):
-        msg = msg.removeprefix("Value error, ")
-    return msg, _REFERENCE_HINT
-
-
-def _known_fields(model: type[BaseModel], loc: Path_) -> list[str]:
-    current: Any = model
-    for part in loc:
-        if typing.get_origin(current) is dict:  # e.g. `agents.<name>`: the value's model
-            current = typing.get_args(current)[1]
-            continue
-        fields = getattr(current, "model_fields", None)
-        if not fields or part not in fields:
-            return []
-        current = fields[part].annotation
-    fields = getattr(current, "model_fields", None)
-    return sorted(fields) if fields else []

@@ -141,6 +141,8 @@ class TaskSpec(_Strict):
     """Budgets."""
     success: Success = Success()
     """How the result is judged."""
+    secrets: list[str] = Field(default_factory=list)
+    """Names of environment variables whose values are masked like the secret-named ones."""
     tool_mode: Literal["xml", "native"] = "xml"
     """How tool calls are made: XML in text (default) or the provider's native tool API."""
     agents: dict[str, AgentSpec] = Field(default_factory=dict)

@@ -122,7 +122,12 @@ class WorkspaceTools:
         path: Annotated[str, Field(description=_PATH)],
         diff: Annotated[
             str | None,
-            Field(description="One or more SEARCH/REPLACE blocks in the format above."),
+            Field(
+                description="One or more SEARCH/REPLACE blocks in the format above.",
+                examples=[
+                    "<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n>>>>>>> REPLACE"
+                ],
+            ),
         ] = None,
         search: Annotated[
             str | None, Field(description="Instead of diff: the exact text to find.")

@@ -21,7 +21,7 @@ from tests.fakes.model_server import reply
 API_KEY_SECRET = "sk-e2e-SEEDED-7f3a9c"
 """The provider key (OPENAI_API_KEY)."""
 ENVS_SECRET = "e2e-envs-SEEDED-41b8d2"
-"""A value of an extension's `envs` (its variable's name does not look secret)."""
+"""A value of an extension's `envs` whose name says PASSWORD (DESIGN 7b)."""
 TOKEN_SECRET = "e2e-token-SEEDED-93c1e5"
 """A runner environment variable whose name says TOKEN."""
 SECRETS = [API_KEY_SECRET, ENVS_SECRET, TOKEN_SECRET]
@@ -33,7 +33,7 @@ TASK = {
             "type": "stdio",
             "cmd": sys.executable,
             "args": [str(PROBE_SERVER), "--name", "probe"],
-            "envs": {"PROBE_SETTING": ENVS_SECRET},
+            "envs": {"PROBE_PASSWORD": ENVS_SECRET},
         }
     },
     "success": {"check": "cat secret.txt", "retries": 0},

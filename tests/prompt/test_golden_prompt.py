@@ -13,7 +13,7 @@ from runner.toolcall.spec import ToolSpec
 
 GOLDEN = Path(__file__).parent / "golden" / "system-prompt.md"
 FACTS = HostFacts(
-    os="Linux 6.1 (x86_64)", shell="/bin/bash", user="ci", time="2026-01-01T00:00:00+00:00"
+    os="Linux 6.1 (x86_64)", shell="/bin/sh", user="ci", time="2026-01-01T00:00:00+00:00"
 )
 READ_FILE = ToolSpec(
     "read_file",

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from runner.errors import ExitCode
 from runner.outcome import Totals
-from runner.redact import MASK, Redactor
+from runner.redact import MASK, SUBSTRING_LENGTH, Redactor
 from runner.sessionlog import (
     LogWriteError,
     SessionLogWriter,
@@ -229,7 +229,7 @@ def test_line_separators_in_text_never_split_a_line(tmp_path: Path) -> None:
 @settings(max_examples=60, derandomize=True, deadline=None)
 @given(
     content=st.text(),
-    secret=st.text(st.characters(blacklist_characters="*"), min_size=4, max_size=12),
+    secret=st.text(st.characters(blacklist_characters="*"), min_size=SUBSTRING_LENGTH, max_size=12),
 )
 def test_any_text_round_trips_with_the_secret_masked(
     tmp_path_factory: pytest.TempPathFactory, content: str, secret: str
@@ -246,7 +246,7 @@ def test_any_text_round_trips_with_the_secret_masked(
 @settings(max_examples=80, derandomize=True, deadline=None)
 @given(
     around=st.tuples(st.text(max_size=20), st.text(max_size=20)),
-    secret=st.text(st.characters(blacklist_characters="*"), min_size=4, max_size=12),
+    secret=st.text(st.characters(blacklist_characters="*"), min_size=SUBSTRING_LENGTH, max_size=12),
 )
 def test_a_secret_is_masked_in_values_and_keys_whatever_json_makes_of_it(
     tmp_path_factory: pytest.TempPathFactory, around: tuple[str, str], secret: str

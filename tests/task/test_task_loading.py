@@ -66,6 +66,20 @@ def test_extensions_interpolate_environment_variables(tmp_path):
     assert "glpat-1234" in task.secrets
 
 
+def test_only_secret_looking_or_listed_values_of_a_server_config_are_secrets(tmp_path):
+    path = write(
+        tmp_path,
+        "prompt: hi\nsecrets: [DEPLOY_PIN]\nextensions:\n  s:\n    cmd: npx\n"
+        "    envs: {MODE: test, GH: '${GH_TOKEN}', API_KEY: literal-key-1, PIN: '${DEPLOY_PIN}',"
+        " HOME_DIR: '${HOME_DIR}'}\n"
+        "    headers: {Authorization: Bearer xyz-123, Accept: application/json}\n",
+    )
+    env = {"GH_TOKEN": "ghp-from-env", "DEPLOY_PIN": "4821", "HOME_DIR": "/home/me"}
+    [task] = load_tasks([path], env=env)
+    assert set(task.secrets) == {"ghp-from-env", "literal-key-1", "4821", "Bearer xyz-123"}
+    assert task.named_secrets["extensions.s.headers.Authorization"] == "Bearer xyz-123"
+
+
 def test_a_disabled_extension_needs_no_variables(tmp_path):
     path = write(
         tmp_path,

@@ -1,0 +1,89 @@
+"""The Redactor's rules (runner/redact.py), and the log writer with secrets like its fields."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from runner.redact import MASK, MIN_LENGTH, SUBSTRING_LENGTH, Redactor
+from runner.sessionlog import SessionLogWriter, read_session
+from tests.sessionlog.scenarios import header
+
+
+@pytest.mark.parametrize("secret", ["sess", "sion", "session_id", "system_prompt", "type"])
+def test_a_secret_that_is_part_of_a_header_key_does_not_break_the_log(
+    tmp_path: Path, secret: str
+) -> None:
+    # The header's field names are the format's: masking one lost the field (a KeyError).
+    w = SessionLogWriter.create(tmp_path, header("keys", golden=False), Redactor([secret]))
+    w.message("user", f"the value is {secret}.", 0)
+    w.close()
+    record = read_session(w.path)
+    assert "system_prompt" in record.header and "session_id" in record.header
+    assert record.events[0]["content"] == f"the value is {MASK}."
+
+
+def test_secrets_are_replaced_longest_first() -> None:
+    # Shorter first would mask `abcdefgh` inside the longer one and leave its tail `ij` readable.
+    redactor = Redactor(["abcdefgh", "abcdefghij"])
+    assert redactor.text("x abcdefghij y abcdefgh z") == f"x {MASK} y {MASK} z"
+    assert Redactor(["abcd", "abcdef"]).text("abcdef abcd") == f"{MASK} {MASK}"
+
+
+@pytest.mark.parametrize("secret", ['pass"word!', "back\\slash99", "tab\there-it-is", "é-secret-é"])
+def test_a_secret_with_json_escapes_is_found_in_a_json_line_and_in_json_text(
+    tmp_path: Path, secret: str
+) -> None:
+    redactor = Redactor([secret])
+    quoted = json.dumps({"token": secret})  # a tool result that prints the secret as JSON
+    assert secret not in redactor.text(quoted)
+    assert json.dumps(secret)[1:-1] not in redactor.text(quoted)
+    assert json.dumps(secret, ensure_ascii=False)[1:-1] not in redactor.text(
+        json.dumps({"token": secret}, ensure_ascii=False)
+    )
+    w = SessionLogWriter.create(tmp_path, header("esc", golden=False), redactor)
+    w.message("assistant", f"it is {secret} and {quoted}", 1)
+    w.close()
+    raw = w.path.read_text(encoding="utf-8")
+    assert json.dumps(secret)[1:-1] not in raw
+    assert json.dumps(secret, ensure_ascii=False)[1:-1] not in raw
+    assert read_session(w.path).events[0]["content"].startswith(f"it is {MASK} and ")
+
+
+def test_tuples_are_masked_like_lists() -> None:
+    redactor = Redactor(["hunter22-secret"])
+    assert redactor.data(("a hunter22-secret", ["hunter22-secret"])) == [f"a {MASK}", [MASK]]
+    assert redactor.data({"k": ("hunter22-secret",)}) == {"k": [MASK]}
+
+
+def test_a_short_secret_is_masked_only_where_it_stands_alone() -> None:
+    redactor = Redactor(["test", "123456"])
+    assert redactor.short_secrets == ("123456", "test")
+    text = "pytest test_x.py test; pin=123456 91234567 '123456' test-run"
+    assert (
+        redactor.text(text) == f"pytest test_x.py {MASK}; pin={MASK} 91234567 '{MASK}' {MASK}-run"
+    )
+
+
+def test_the_length_thresholds() -> None:
+    below = "x" * (MIN_LENGTH - 1)
+    assert Redactor([below]).secrets == ()
+    assert Redactor([below]).text(f"a {below} b") == f"a {below} b"
+    shortest = "y" * MIN_LENGTH
+    assert Redactor([shortest]).text(f"a {shortest} b") == f"a {MASK} b"
+    long = "z" * SUBSTRING_LENGTH
+    assert Redactor([long]).short_secrets == ()
+    assert Redactor([long]).text(f"a{long}b") == f"a{MASK}b"
+    almost = "w" * (SUBSTRING_LENGTH - 1)
+    assert Redactor([almost]).short_secrets == (almost,)
+    assert Redactor([almost]).text(f"a{almost}b") == f"a{almost}b"
+
+
+def test_a_short_secret_next_to_a_json_escape_is_masked_in_the_log(tmp_path: Path) -> None:
+    # In the JSON line `\n1234` reads `n1234`: the writer's quick test must still find it.
+    w = SessionLogWriter.create(tmp_path, header("short", golden=False), Redactor(["1234"]))
+    w.message("user", "pin:\n1234\n", 0)
+    w.close()
+    assert read_session(w.path).events[0]["content"] == f"pin:\n{MASK}\n"
