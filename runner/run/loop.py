@@ -33,6 +33,7 @@ __all__ = [
     "Completion",
     "EventSink",
     "ToolExecutor",
+    "WindDownNotice",
     "run_loop",
 ]
 
@@ -41,6 +42,12 @@ MAX_REPLIES_WITHOUT_TOOL = 3
 
 class AgentGaveUp(Exception):
     """The agent stopped calling tools: several replies in a row without a call."""
+
+
+class WindDownNotice(Protocol):
+    """Tells the agent, once, that a limit is near (runner.run.winddown.WindDown fits)."""
+
+    def before_call(self, messages: list[Message], events: EventSink) -> None: ...
 
 
 class ToolExecutor(Protocol):
@@ -103,11 +110,13 @@ async def run_loop(
     compactor: Compactor,
     cost_of: Any,
     denied: Sequence[ToolSpec] = (),
+    wind_down: WindDownNotice | None = None,
 ) -> Completion:
     """Run turns until attempt_completion; `messages` is extended in place (the live context).
 
     `denied` are tools the policy forbids: not offered to the model, but a call of one is parsed
     as a call and goes to the executor, whose error result names the policy (DESIGN 7b).
+    `wind_down` may add a "finish now" notice to the context before a model call (DESIGN 12).
     """
     by_name = {spec.name: spec for spec in denied}
     by_name.update({spec.name: spec for spec in tools})
@@ -116,6 +125,8 @@ async def run_loop(
     silent_replies = 0
     while True:
         budget.check()
+        if wind_down is not None:
+            wind_down.before_call(messages, events)
         await compactor.maybe_compact(messages, turn=budget.turns)
         reply = await _call_model(llm, system, messages, events, budget, compactor, cost_of)
         turn = budget.turns
@@ -189,6 +200,7 @@ async def _run_items(
         started = time.monotonic()
         result = await executor.call(item.name, item.arguments)
         budget.tool_calls += 1
+        budget.denied_calls += result.denied
         events.tool_call(
             budget.turns,
             tool=item.name,

@@ -19,10 +19,18 @@ from runner.mcp import McpHub
 from runner.outcome import Status, TaskOutcome, Totals
 from runner.redact import Redactor
 from runner.run.budget import Budget, LimitExceeded, RunBudget
-from runner.run.checks import expect_problem, feedback_for_check, run_check
+from runner.run.checks import (
+    expect_problem,
+    feedback_for_check,
+    output_tail,
+    run_check,
+    structured_result,
+)
 from runner.run.compaction import Compactor
 from runner.run.loop import AgentGaveUp, Completion, run_loop
+from runner.run.requirements import GitState, git_state, requirement_problem
 from runner.run.session_tools import task_system_prompt
+from runner.run.winddown import WindDown
 from runner.sessionlog import LogWriteError, SessionLogWriter
 from runner.settings import Settings
 from runner.task import Task
@@ -72,6 +80,10 @@ class _State:
     started: float = field(default_factory=time.monotonic)
     early_warnings: list[str] = field(default_factory=list)
     """Hub warnings from before the log existed (servers start first); written once it opens."""
+    check_output: str = ""
+    """The end of the last failed success check's output, for the reports."""
+    git_before: GitState | None = None
+    """The workdir's git state at the start, for `success.require.changed_files`."""
 
 
 async def run_task(
@@ -129,6 +141,10 @@ async def run_task(
         totals=totals,
         session_log=state.log.path if state.log else None,
         session_id=state.log.session_id if state.log else "",
+        check_output=redactor.text(state.check_output) if status == "failed" else "",
+        structured_result=redactor.data(
+            structured_result(result, task.spec.success.expect) if status == "passed" else None
+        ),
     )
 
 
@@ -296,6 +312,9 @@ async def _converse(
     attempts_left = success.retries
     offered = {t.name for t in tools}
     timeout = task.spec.limits.timeout
+    if success.require.changed_files:
+        state.git_before = await git_state(task.workdir, ctx.env)
+    wind_down = WindDown(state.budget, timeout)
     try:
         async with asyncio.timeout(timeout) as scope:
             while True:
@@ -310,6 +329,7 @@ async def _converse(
                     compactor=compactor,
                     cost_of=cost_of,
                     denied=[t for t in hub.tools if t.name not in offered],
+                    wind_down=wind_down,
                 )
                 if state.completion.status == "failure":
                     return "failed", "agent", "the agent reported failure"
@@ -318,14 +338,21 @@ async def _converse(
                 if problem is None:
                     return "passed", "", "completed; checks passed"
                 kind, reason, feedback = problem
-                if attempts_left <= 0:
+                if attempts_left <= 0 or kind == "requirement":
                     return "failed", kind, reason
                 attempts_left -= 1
                 messages.append(Message("user", feedback))
                 log.message("user", feedback, state.budget.turns)
     except TimeoutError:
-        if scope.expired():
-            raise LimitExceeded("time", f"time limit reached ({timeout:g}s)") from None
+        if not scope.expired():
+            raise
+        limit = LimitExceeded("time", f"time limit reached ({timeout:g}s)")
+        report = await wind_down.final_report(limit, llm, system, messages, log, cost_of, ctx.say)
+        state.completion = report or state.completion
+        raise limit from None
+    except LimitExceeded as limit:
+        report = await wind_down.final_report(limit, llm, system, messages, log, cost_of, ctx.say)
+        state.completion = report or state.completion
         raise
 
 
@@ -335,6 +362,10 @@ async def _judge(
     """None when the completion passes; else (kind, reason, feedback for the agent)."""
     assert state.completion is not None and state.log is not None
     success = task.spec.success
+    after = await git_state(task.workdir, ctx.env) if success.require.changed_files else None
+    unmet = requirement_problem(success.require, state.budget, state.git_before, after)
+    if unmet is not None:
+        return "requirement", unmet, ""
     problem = expect_problem(state.completion.result, success.expect)
     if problem is not None:
         feedback = (
@@ -349,6 +380,7 @@ async def _judge(
     state.log.check(success.check, result.exit_code, result.output, attempt)
     if result.exit_code == 0:
         return None
+    state.check_output = output_tail(result.output).rstrip()
     reason = f"success check `{success.check}` exited with {result.exit_code}"
     return "check", reason, feedback_for_check(success.check, result, attempts_left)
 

@@ -8,11 +8,20 @@ raises one `TaskFileError` listing every problem as `file:line:column: field: me
 from __future__ import annotations
 
 from runner.task.loader import Task, discover_task_files, load_tasks
-from runner.task.model import Expect, Limits, Success, SuiteSpec, TaskSpec, parse_duration
+from runner.task.model import (
+    Expect,
+    Limits,
+    Require,
+    Success,
+    SuiteSpec,
+    TaskSpec,
+    parse_duration,
+)
 
 __all__ = [
     "Expect",
     "Limits",
+    "Require",
     "Success",
     "SuiteSpec",
     "Task",

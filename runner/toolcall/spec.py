@@ -38,6 +38,8 @@ class ToolResult:
 
     text: str
     is_error: bool = False
+    denied: bool = False
+    """The call never ran: a policy or permission rule refused it (`success.require` counts it)."""
 
 
 ATTEMPT_COMPLETION = ToolSpec(
