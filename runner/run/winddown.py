@@ -92,14 +92,11 @@ class WindDown:
         if not near:
             return None
         self.told = True
+        used = "; ".join(self._phrase(kind) for kind, _, _ in near)
         return (
-            "Budget notice: "
-            + "; ".join(self._phrase(kind) for kind, _, _ in near)
-            + (
-                ". Finish now: wrap up the work in progress and call attempt_completion with your "
-                "report in the next reply or two. If you cannot finish, report what is done and what "
-                "is left."
-            )
+            f"Budget notice: {used}. Finish now: wrap up the work in progress and call "
+            "attempt_completion with your report in the next reply or two. If you cannot finish, "
+            "report what is done and what is left."
         )
 
     def _phrase(self, kind: str) -> str:
