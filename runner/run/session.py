@@ -212,7 +212,7 @@ async def _run(
     try:
         async with hub:  # stops every server on the way out, cancellation included
             tools = hub.allowed_tools
-            system = task_system_prompt(task, settings, tools, ctx.env)
+            system = task_system_prompt(task, settings, tools, ctx.env, redactor.text)
             _open_log(task, llm, ctx, state, redactor, system, tools, resume)
             _warn_on_tool_drift(resume, tools, state, ctx)
             # Everything imported and built so far lives for the whole run; the collector need not
