@@ -141,7 +141,7 @@ async def run_task(
         totals=totals,
         session_log=state.log.path if state.log else None,
         session_id=state.log.session_id if state.log else "",
-        check_output=redactor.text(state.check_output) if status == "failed" else "",
+        check_output=redactor.text(state.check_output) if kind == "check" else "",
         structured_result=redactor.data(
             structured_result(result, task.spec.success.expect) if status == "passed" else None
         ),
