@@ -200,7 +200,7 @@ async def _run_items(
         started = time.monotonic()
         result = await executor.call(item.name, item.arguments)
         budget.tool_calls += 1
-        budget.denied_calls += result.denied
+        budget.denied_calls += int(result.denied)
         events.tool_call(
             budget.turns,
             tool=item.name,
