@@ -75,6 +75,8 @@ class TaskOutcome:
     structured_result: Any = None
     """The result parsed as JSON, for a passed task whose result fits
     `success.expect.json_schema` (redacted); None otherwise."""
+    child_sessions: tuple[str, ...] = ()
+    """Session ids of the task's sub-agents (their tokens and cost are in `totals`)."""
 
 
 @dataclass(frozen=True)

@@ -123,6 +123,7 @@ def _task_json(outcome: TaskOutcome) -> dict[str, Any]:
         "session_id": outcome.session_id,
         "check_output": outcome.check_output or None,
         "structured_result": outcome.structured_result,
+        "child_sessions": list(outcome.child_sessions),
     }
 
 

@@ -18,6 +18,7 @@ from runner.llm import LLM, Message, Usage, cost_usd
 from runner.mcp import McpHub
 from runner.outcome import Status, TaskOutcome, Totals
 from runner.redact import Redactor
+from runner.run.agents import agent_concurrency, agent_executor, offered_tools
 from runner.run.budget import Budget, LimitExceeded, RunBudget
 from runner.run.checks import (
     expect_problem,
@@ -55,6 +56,8 @@ class RunContext:
     """Exit code of an interrupted task: set by the signal handler before it cancels tasks."""
     interrupted: bool = False
     """A signal arrived: no new task starts."""
+    models: dict[str, LLM] = field(default_factory=dict)
+    """Sub-agents' models other than their task's, by `PROVIDER:MODEL`, made on first use."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,8 @@ class _State:
     """The end of the last failed success check's output, for the reports."""
     git_before: GitState | None = None
     """The workdir's git state at the start, for `success.require.changed_files`."""
+    children: list[str] = field(default_factory=list)
+    """Session ids of the sub-agents the task started (runner.run.agents)."""
 
 
 async def run_task(
@@ -145,6 +150,7 @@ async def run_task(
         structured_result=redactor.data(
             structured_result(result, task.spec.success.expect) if status == "passed" else None
         ),
+        child_sessions=tuple(state.children),
     )
 
 
@@ -211,8 +217,8 @@ async def _run(
     )
     try:
         async with hub:  # stops every server on the way out, cancellation included
-            tools = hub.allowed_tools
-            system = task_system_prompt(task, settings, tools, ctx.env, redactor.text)
+            tools = offered_tools(task, hub.allowed_tools)
+            system = task_system_prompt(task, settings, tools, ctx.env, mask=redactor.text)
             _open_log(task, llm, ctx, state, redactor, system, tools, resume)
             _warn_on_tool_drift(resume, tools, state, ctx)
             # Everything imported and built so far lives for the whole run; the collector need not
@@ -315,6 +321,7 @@ async def _converse(
     if success.require.changed_files:
         state.git_before = await git_state(task.workdir, ctx.env)
     wind_down = WindDown(state.budget, timeout)
+    executor = agent_executor(hub, task, llm, log, state.budget, ctx, state.children)
     try:
         async with asyncio.timeout(timeout) as scope:
             while True:
@@ -323,13 +330,14 @@ async def _converse(
                     system=system,
                     messages=messages,
                     tools=tools,
-                    executor=hub,
+                    executor=executor,
                     events=log,
                     budget=state.budget,
                     compactor=compactor,
                     cost_of=cost_of,
                     denied=[t for t in hub.tools if t.name not in offered],
                     wind_down=wind_down,
+                    concurrency=agent_concurrency(task),
                 )
                 if state.completion.status == "failure":
                     return "failed", "agent", "the agent reported failure"

@@ -38,6 +38,7 @@ def test_summary_carries_run_facts_and_each_task() -> None:
         "session_id": "sess-refactor",
         "check_output": None,
         "structured_result": None,
+        "child_sessions": [],
     }
 
 
