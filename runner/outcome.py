@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from runner.errors import ExitCode
 
@@ -61,7 +61,7 @@ class TaskOutcome:
     """The `attempt_completion` result, when the agent got that far."""
     kind: str = ""
     """A short machine-readable cause: `turns`/`tokens`/`cost`/`time`/`run_cost` for
-    budget_exceeded, `check`/`expect`/`agent`/`no_tool_call` for failed,
+    budget_exceeded, `check`/`expect`/`requirement`/`agent`/`no_tool_call` for failed,
     `provider`/`mcp`/`artifacts`/`config`/`internal` for error, `signal` for interrupted."""
     exit_code: ExitCode = ExitCode.OK
     """This task's own exit code (DESIGN section 2)."""
@@ -70,6 +70,11 @@ class TaskOutcome:
     session_log: Path | None = None
     """The JSONL session log, when one was written."""
     session_id: str = ""
+    check_output: str = ""
+    """The end (about 4 KB) of the failed success check's output (redacted); "" otherwise."""
+    structured_result: Any = None
+    """The result parsed as JSON, for a passed task whose result fits
+    `success.expect.json_schema` (redacted); None otherwise."""
     child_sessions: tuple[str, ...] = ()
     """Session ids of the task's sub-agents (their tokens and cost are in `totals`)."""
 

@@ -169,6 +169,7 @@ class McpHub:
                 f"Error: tool {name!r} is not allowed by the task's tool policy "
                 f"(tools.allow={self._policy.allow}, tools.deny={self._policy.deny}).",
                 True,
+                denied=True,
             )
         usable = await self._usable(conn)
         if isinstance(usable, ToolResult):

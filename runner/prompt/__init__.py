@@ -4,11 +4,14 @@ task, dynamic sections about the environment, and the catalogue of the tools on 
 `build_sections` puts them together in order; `render_sections` makes the text the model gets.
 """
 
+from runner.prompt.budget import BUDGET_TITLE, Budgeting
 from runner.prompt.builder import build_sections
 from runner.prompt.dynamic import HostFacts, host_facts
 from runner.prompt.sections import Section, default_prompts_dir, load_sections, render_sections
 
 __all__ = [
+    "BUDGET_TITLE",
+    "Budgeting",
     "HostFacts",
     "Section",
     "build_sections",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from runner.prompt.budget import Budgeting, budget_section
 from runner.prompt.catalogue import catalogue_sections
 from runner.prompt.dynamic import HostFacts, dynamic_sections
 from runner.prompt.sections import Section, default_prompts_dir, load_sections
@@ -21,10 +22,19 @@ def build_sections(
     servers: Mapping[str, Sequence[ToolSpec]],
     tools: Sequence[ToolSpec],
     facts: HostFacts,
+    budgeting: Budgeting | None = None,
 ) -> list[Section]:
-    """Static (defaults, then `prompt_dirs`, then inline), dynamic, then the tool catalogue.
+    """Static (defaults, then `prompt_dirs`, then inline), dynamic, BUDGET AND CHECK (when
+    `budgeting` says anything), then the tool catalogue.
 
     `render_sections` turns the list into the prompt text.
     """
     static = load_sections([default_prompts_dir(), *prompt_dirs], inline_sections)
-    return [*static, *dynamic_sections(workdir, facts), *catalogue_sections(servers, tools)]
+    budget = [budget_section(budgeting)] if budgeting is not None else []
+    budget = [section for section in budget if section.text]
+    return [
+        *static,
+        *dynamic_sections(workdir, facts),
+        *budget,
+        *catalogue_sections(servers, tools),
+    ]

@@ -8,7 +8,12 @@ environment; callers pass it in.
 
 from __future__ import annotations
 
-from runner.report.console import final_table, task_finished_line, task_started_line
+from runner.report.console import (
+    check_output_block,
+    final_table,
+    task_finished_line,
+    task_started_line,
+)
 from runner.report.github import (
     GitHubActions,
     add_mask_lines,
@@ -19,6 +24,7 @@ from runner.report.github import (
     write_outputs,
     write_step_summary,
 )
+from runner.report.results import result_file_name, write_results
 from runner.report.summary import (
     EXIT_CODE_MEANINGS,
     SUMMARY_VERSION,
@@ -35,17 +41,20 @@ __all__ = [
     "GitHubActions",
     "add_mask_lines",
     "config_error_annotations",
+    "check_output_block",
     "error_annotation",
     "exit_code_of",
     "final_table",
     "group_end",
     "group_start",
     "merge_summaries",
+    "result_file_name",
     "summary_json",
     "summary_text",
     "task_finished_line",
     "task_started_line",
     "write_outputs",
+    "write_results",
     "write_step_summary",
     "write_summary_json",
 ]

@@ -18,7 +18,13 @@ from runner.report.summary import (
     format_tokens,
 )
 
-__all__ = ["STATUS_LABELS", "final_table", "task_finished_line", "task_started_line"]
+__all__ = [
+    "STATUS_LABELS",
+    "check_output_block",
+    "final_table",
+    "task_finished_line",
+    "task_started_line",
+]
 
 STATUS_LABELS: dict[Status, str] = {
     "passed": "PASS",
@@ -98,6 +104,15 @@ def task_finished_line(outcome: TaskOutcome, *, redactor: Redactor, color: bool 
     # Redact before colouring, so an escape code never splits a secret and hides it.
     line = redactor.text(line)
     return f"{_paint(f'{label:<{_LABEL_WIDTH}}', outcome.status, color)}  {line}"
+
+
+def check_output_block(outcome: TaskOutcome, *, redactor: Redactor) -> str:
+    """The end of a failed check's output, indented under the task's line; "" when none."""
+    if not outcome.check_output:
+        return ""
+    lines = redactor.text(outcome.check_output).splitlines() or [""]
+    body = "\n".join(f"{' ' * _LABEL_WIDTH}  | {line}".rstrip() for line in lines)
+    return f"{' ' * _LABEL_WIDTH}  check output (last part):\n{body}"
 
 
 def final_table(summary: RunSummary, *, redactor: Redactor, color: bool = False) -> str:

@@ -8,6 +8,7 @@ GitHub names in the environment). The caller passes the environment in, so nothi
 from __future__ import annotations
 
 import html
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -153,9 +154,50 @@ def add_mask_lines(secrets: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(lines))
 
 
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+"""A markdown code span: a run of backticks, then text, then a run of the same length."""
+
+
+def _markdown_text(text: str) -> str:
+    """`text` as inline markdown that shows as written: HTML escaped outside code spans only,
+    since GitHub shows `&gt;` literally inside a code span (it decodes no entities there)."""
+    parts: list[str] = []
+    last = 0
+    for match in _CODE_SPAN.finditer(text):
+        parts.append(html.escape(text[last : match.start()], quote=False))
+        parts.append(match.group(0))
+        last = match.end()
+    parts.append(html.escape(text[last:], quote=False))
+    return "".join(parts)
+
+
 def _cell(text: str, limit: int = _REASON_CELL_LIMIT) -> str:
-    # One line, no HTML, no `|`: the text must stay inside its table cell.
-    return html.escape(one_line(text, limit), quote=False).replace("|", "\\|")
+    # One line, no HTML, no `|`: the text must stay inside its table cell (GitHub's tables take
+    # `\|` inside code spans too).
+    return _markdown_text(one_line(text, limit)).replace("|", "\\|")
+
+
+def _code(text: str, limit: int = 80) -> str:
+    """`text` as one code span, shown exactly: a fence longer than any backtick run inside."""
+    flat = one_line(text, limit)
+    runs = [len(run) for run in re.findall(r"`+", flat)]
+    fence = "`" * (max(runs, default=0) + 1)
+    pad = " " if flat.startswith("`") or flat.endswith("`") else ""
+    return f"{fence}{pad}{flat}{pad}{fence}"
+
+
+def _check_output_details(outcome: TaskOutcome, redactor: Redactor) -> str:
+    """A folded block with the end of a failed check's output, or ""."""
+    if not outcome.check_output:
+        return ""
+    output = redactor.text(outcome.check_output)
+    runs = [len(run) for run in re.findall(r"`+", output)]
+    fence = "`" * max(3, max(runs, default=0) + 1)
+    name = html.escape(redactor.text(outcome.name), quote=False)
+    return (
+        f"<details><summary>{name}: check output (last part)</summary>\n\n"
+        f"{fence}text\n{output}\n{fence}\n\n</details>\n\n"
+    )
 
 
 def _row(outcome: TaskOutcome, redactor: Redactor) -> str:
@@ -183,8 +225,8 @@ def step_summary_markdown(summary: RunSummary, redactor: Redactor, limit: int) -
     code = summary.exit_code
     head = (
         f"### agent-runner: {summary.passed} passed, {summary.failed} not passed\n\n"
-        f"Run `{_cell(redactor.text(summary.run_id), 80)}`, model "
-        f"`{_cell(redactor.text(summary.model), 80)}`, "
+        f"Run {_code(redactor.text(summary.run_id))}, model "
+        f"{_code(redactor.text(summary.model))}, "
         f"exit code {int(code)} ({EXIT_CODE_MEANINGS.get(code, 'unknown')}).\n\n"
         "| Task | Status | Turns | Tokens | Cost | Time | Reason |\n"
         "| --- | --- | ---: | ---: | ---: | ---: | --- |\n"
@@ -207,6 +249,14 @@ def step_summary_markdown(summary: RunSummary, redactor: Redactor, limit: int) -
         rows.append(row)
         used += size
     text = head + "".join(rows) + foot
+    details = ""
+    for outcome in ordered[: len(rows)]:
+        block = _check_output_details(outcome, redactor)
+        if block and used + len(block.encode()) <= limit:
+            details += block
+            used += len(block.encode())
+    if details:
+        text += "\n" + details
     left_out = len(ordered) - len(rows)
     if left_out:
         text += (
@@ -237,14 +287,23 @@ def _output_line(name: str, value: str) -> str:
     return f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
 
 
-def write_outputs(summary: RunSummary, path: Path) -> None:
-    """Append the step outputs to `$GITHUB_OUTPUT`: passed, failed, cost, junit, out."""
+def _result_output(summary: RunSummary, redactor: Redactor) -> str:
+    if len(summary.outcomes) != 1 or summary.outcomes[0].structured_result is None:
+        return ""
+    value = redactor.data(summary.outcomes[0].structured_result)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def write_outputs(summary: RunSummary, path: Path, redactor: Redactor | None = None) -> None:
+    """Append the step outputs to `$GITHUB_OUTPUT`: passed, failed, cost, junit, out, and
+    `result`: a single task's structured result as compact JSON, or ""."""
     values = {
         "passed": str(summary.passed),
         "failed": str(summary.failed),
         "cost": f"{summary.totals.cost_usd:.4f}",
         "junit": display_path(summary.junit_path) if summary.junit_path else "",
         "out": display_path(summary.out_dir),
+        "result": _result_output(summary, redactor or Redactor()),
     }
     with path.open("a", encoding="utf-8") as handle:
         handle.write("".join(_output_line(name, value) for name, value in values.items()))

@@ -75,6 +75,13 @@ def _message(outcome: TaskOutcome) -> str:
     return reason or outcome.status.replace("_", " ")
 
 
+def _failure_body(outcome: TaskOutcome) -> str:
+    """The reason, then the end of a failed check's output: the cause is usually in there."""
+    if not outcome.check_output:
+        return outcome.reason
+    return f"{outcome.reason}\n\ncheck output (last part):\n{outcome.check_output}"
+
+
 def _test_case(outcome: TaskOutcome, redactor: Redactor) -> TestCase:
     text = redactor.text
     file = display_path(outcome.task_file)
@@ -90,7 +97,7 @@ def _test_case(outcome: TaskOutcome, redactor: Redactor) -> TestCase:
         file=text(file),
     )
     message = text(_message(outcome))
-    output = text(outcome.reason) or None
+    output = text(_failure_body(outcome)) or None
     if outcome.status == "failed":
         case.add_failure_info(message=message, output=output, failure_type=outcome.kind or "failed")
     elif outcome.status == "budget_exceeded":

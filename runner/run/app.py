@@ -24,6 +24,7 @@ from runner.redact import Redactor, short_secret_warnings
 from runner.report import (
     GitHubActions,
     add_mask_lines,
+    check_output_block,
     error_annotation,
     exit_code_of,
     final_table,
@@ -33,6 +34,7 @@ from runner.report import (
     task_finished_line,
     task_started_line,
     write_outputs,
+    write_results,
     write_step_summary,
     write_summary_json,
 )
@@ -214,7 +216,7 @@ def _execute(jobs: list[Job], settings: Settings, options: RunOptions, watchdog:
         if github.step_summary is not None:
             write_step_summary(summary, github.step_summary, redactor)
         if github.output is not None:
-            write_outputs(summary, github.output)
+            write_outputs(summary, github.output, redactor)
     return summary.exit_code
 
 
@@ -228,6 +230,7 @@ def _write_reports(
     writers: list[tuple[Path, Callable[[RunSummary, Path, Redactor], None]]] = [
         (junit, write_junit),
         (summary.out_dir / "summary.json", write_summary_json),
+        (summary.out_dir / "results", write_results),
     ]
     for path, write in writers:
         try:
@@ -410,6 +413,7 @@ def _report_finished(
     outcome: TaskOutcome, console: _Console, redactor: Redactor, github: bool, verbose: bool
 ) -> None:
     line = task_finished_line(outcome, redactor=redactor)
+    line += "\n" + check_output_block(outcome, redactor=redactor) if outcome.check_output else ""
     transcript = _transcript(outcome) if (github or verbose) else ""
     if not github:
         console.line(line)

@@ -44,6 +44,8 @@ class Budget:
     usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
     tool_calls: int = 0
+    denied_calls: int = 0
+    """Tool calls a policy refused (counted in `tool_calls` too)."""
 
     def check(self) -> None:
         """Raise LimitExceeded when a limit leaves no room for another model call."""

@@ -11,10 +11,18 @@ import signal
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from runner.task import Expect
 
-__all__ = ["CheckResult", "expect_problem", "feedback_for_check", "run_check"]
+__all__ = [
+    "CheckResult",
+    "expect_problem",
+    "feedback_for_check",
+    "output_tail",
+    "run_check",
+    "structured_result",
+]
 
 OUTPUT_TAIL_CHARS = 4000  # what the agent sees of a failed check: the end is where errors are
 TIMEOUT_EXIT_CODE = 124  # as timeout(1) reports it
@@ -52,6 +60,14 @@ def expect_problem(result: str, expect: Expect | None) -> str | None:
             where = "/".join(str(p) for p in first.absolute_path) or "(root)"
             return f"the result does not match the JSON schema at {where}: {first.message}"
     return None
+
+
+def structured_result(result: str, expect: Expect | None) -> Any:
+    """The result parsed as JSON when `expect.json_schema` is set and the result fits it (the
+    structured result of DESIGN 12), else None."""
+    if expect is None or expect.json_schema is None or expect_problem(result, expect) is not None:
+        return None
+    return json.loads(_strip_fence(result))
 
 
 def _strip_fence(text: str) -> str:
@@ -96,14 +112,19 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-def feedback_for_check(command: str, result: CheckResult, attempts_left: int) -> str:
-    """The user message that sends a failed check back to the agent."""
-    output = result.output
+def output_tail(output: str) -> str:
+    """The last OUTPUT_TAIL_CHARS characters of a check's output, saying how much was cut."""
     if len(output) > OUTPUT_TAIL_CHARS:
         output = (
             f"[... {len(output) - OUTPUT_TAIL_CHARS} characters cut ...]\n"
             + output[-OUTPUT_TAIL_CHARS:]
         )
+    return output
+
+
+def feedback_for_check(command: str, result: CheckResult, attempts_left: int) -> str:
+    """The user message that sends a failed check back to the agent."""
+    output = output_tail(result.output)
     return (
         f"The success check `{command}` failed with exit code {result.exit_code}, so the task is "
         f"not done yet. Its output ends with:\n\n{output.rstrip()}\n\n"

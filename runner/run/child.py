@@ -164,6 +164,7 @@ async def _converse(
         offered,
         ctx.env,
         sections={**frame.task.spec.sections, "ROLE": agent.prompt},
+        mask=frame.redactor.text,
     )
     parent_call = {
         "turn": parent.budget.turns,

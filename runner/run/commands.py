@@ -129,10 +129,12 @@ def print_prompt(
     settings = load_settings(config_file=config)
     tasks = load_selected_tasks([path], params, settings)
     task = _pick(tasks, name, path)
+    from runner.redact import Redactor
     from runner.run.session_tools import list_task_tools, task_system_prompt
 
     tools = list_task_tools(task, settings)
-    sys.stdout.write(task_system_prompt(task, settings, tools, environ()))
+    mask = Redactor([*settings.secret_values(), *task.secrets]).text
+    sys.stdout.write(task_system_prompt(task, settings, tools, environ(), mask=mask))
     return ExitCode.OK
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "Completion",
     "EventSink",
     "ToolExecutor",
+    "WindDownNotice",
     "run_loop",
 ]
 
@@ -43,6 +44,12 @@ MAX_REPLIES_WITHOUT_TOOL = 3
 
 class AgentGaveUp(Exception):
     """The agent stopped calling tools: several replies in a row without a call."""
+
+
+class WindDownNotice(Protocol):
+    """Tells the agent, once, that a limit is near (runner.run.winddown.WindDown fits)."""
+
+    def before_call(self, messages: list[Message], events: EventSink) -> None: ...
 
 
 class ToolExecutor(Protocol):
@@ -107,11 +114,13 @@ async def run_loop(
     cost_of: Any,
     denied: Sequence[ToolSpec] = (),
     concurrency: Concurrency = SEQUENTIAL,
+    wind_down: WindDownNotice | None = None,
 ) -> Completion:
     """Run turns until attempt_completion; `messages` is extended in place (the live context).
 
     `denied` are tools the policy forbids: not offered to the model, but a call of one is parsed
     as a call and goes to the executor, whose error result names the policy (DESIGN 7b).
+    `wind_down` may add a "finish now" notice to the context before a model call (DESIGN 12).
     """
     by_name = {spec.name: spec for spec in denied}
     by_name.update({spec.name: spec for spec in tools})
@@ -120,6 +129,8 @@ async def run_loop(
     silent_replies = 0
     while True:
         budget.check()
+        if wind_down is not None:
+            wind_down.before_call(messages, events)
         await compactor.maybe_compact(messages, turn=budget.turns)
         reply = await _call_model(llm, system, messages, events, budget, compactor, cost_of)
         turn = budget.turns
@@ -200,6 +211,7 @@ async def _run_items(
             calls, await gather_in_order(jobs, concurrency.limit), strict=True
         ):
             budget.tool_calls += 1
+            budget.denied_calls += int(result.denied)
             events.tool_call(
                 budget.turns,
                 tool=call.name,

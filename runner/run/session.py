@@ -21,10 +21,18 @@ from runner.redact import Redactor
 from runner.run.agents import agent_concurrency, agent_executor, offered_tools
 from runner.run.budget import Budget, LimitExceeded, RunBudget
 from runner.run.checkout import checkout_record
-from runner.run.checks import expect_problem, feedback_for_check, run_check
+from runner.run.checks import (
+    expect_problem,
+    feedback_for_check,
+    output_tail,
+    run_check,
+    structured_result,
+)
 from runner.run.compaction import Compactor
 from runner.run.loop import AgentGaveUp, Completion, run_loop
+from runner.run.requirements import GitState, git_state, requirement_problem
 from runner.run.session_tools import check_tool_patterns, task_system_prompt
+from runner.run.winddown import WindDown
 from runner.sessionlog import LogWriteError, SessionLogWriter
 from runner.settings import Settings
 from runner.task import Task
@@ -76,6 +84,10 @@ class _State:
     started: float = field(default_factory=time.monotonic)
     early_warnings: list[str] = field(default_factory=list)
     """Hub warnings from before the log existed (servers start first); written once it opens."""
+    check_output: str = ""
+    """The end of the last failed success check's output, for the reports."""
+    git_before: GitState | None = None
+    """The workdir's git state at the start, for `success.require.changed_files`."""
     children: list[str] = field(default_factory=list)
     """Session ids of the sub-agents the task started (runner.run.agents)."""
 
@@ -135,6 +147,10 @@ async def run_task(
         totals=totals,
         session_log=state.log.path if state.log else None,
         session_id=state.log.session_id if state.log else "",
+        check_output=redactor.text(state.check_output) if kind == "check" else "",
+        structured_result=redactor.data(
+            structured_result(result, task.spec.success.expect) if status == "passed" else None
+        ),
         child_sessions=tuple(state.children),
     )
 
@@ -205,7 +221,7 @@ async def _run(
         async with hub:  # stops every server on the way out, cancellation included
             tools = offered_tools(task, hub.allowed_tools)
             check_tool_patterns(task, [*hub.tools, *tools])
-            system = task_system_prompt(task, settings, tools, ctx.env)
+            system = task_system_prompt(task, settings, tools, ctx.env, mask=redactor.text)
             _open_log(task, llm, ctx, state, redactor, system, tools, resume)
             _warn_on_tool_drift(resume, tools, state, ctx)
             # Everything imported and built so far lives for the whole run; the collector need not
@@ -311,6 +327,9 @@ async def _converse(
     attempts_left = success.retries
     offered = {t.name for t in tools}
     timeout = task.spec.limits.timeout
+    if success.require.changed_files:
+        state.git_before = await git_state(task.workdir, ctx.env)
+    wind_down = WindDown(state.budget, timeout)
     executor = agent_executor(hub, task, llm, log, state.budget, ctx, state.children)
     try:
         async with asyncio.timeout(timeout) as scope:
@@ -326,6 +345,7 @@ async def _converse(
                     compactor=compactor,
                     cost_of=cost_of,
                     denied=[t for t in hub.tools if t.name not in offered],
+                    wind_down=wind_down,
                     concurrency=agent_concurrency(task),
                 )
                 if state.completion.status == "failure":
@@ -335,14 +355,21 @@ async def _converse(
                 if problem is None:
                     return "passed", "", "completed; checks passed"
                 kind, reason, feedback = problem
-                if attempts_left <= 0:
+                if attempts_left <= 0 or kind == "requirement":
                     return "failed", kind, reason
                 attempts_left -= 1
                 messages.append(Message("user", feedback))
                 log.message("user", feedback, state.budget.turns)
     except TimeoutError:
-        if scope.expired():
-            raise LimitExceeded("time", f"time limit reached ({timeout:g}s)") from None
+        if not scope.expired():
+            raise
+        limit = LimitExceeded("time", f"time limit reached ({timeout:g}s)")
+        report = await wind_down.final_report(limit, llm, system, messages, log, cost_of, ctx.say)
+        state.completion = report or state.completion
+        raise limit from None
+    except LimitExceeded as limit:
+        report = await wind_down.final_report(limit, llm, system, messages, log, cost_of, ctx.say)
+        state.completion = report or state.completion
         raise
 
 
@@ -352,6 +379,10 @@ async def _judge(
     """None when the completion passes; else (kind, reason, feedback for the agent)."""
     assert state.completion is not None and state.log is not None
     success = task.spec.success
+    after = await git_state(task.workdir, ctx.env) if success.require.changed_files else None
+    unmet = requirement_problem(success.require, state.budget, state.git_before, after)
+    if unmet is not None:
+        return "requirement", unmet, ""
     problem = expect_problem(state.completion.result, success.expect)
     if problem is not None:
         feedback = (
@@ -366,6 +397,7 @@ async def _judge(
     state.log.check(success.check, result.exit_code, result.output, attempt)
     if result.exit_code == 0:
         return None
+    state.check_output = output_tail(result.output).rstrip()
     reason = f"success check `{success.check}` exited with {result.exit_code}"
     return "check", reason, feedback_for_check(success.check, result, attempts_left)
 

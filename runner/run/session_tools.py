@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from runner.errors import ConfigError
 from runner.settings import Settings, environ
 from runner.task import Task
 from runner.toolcall import ToolSpec
 
-__all__ = ["check_tool_patterns", "list_task_tools", "task_system_prompt", "task_tool_lists"]
+if TYPE_CHECKING:
+    from runner.prompt import Budgeting
+
+__all__ = [
+    "check_tool_patterns",
+    "list_task_tools",
+    "task_budgeting",
+    "task_system_prompt",
+    "task_tool_lists",
+]
 
 
 def check_tool_patterns(task: Task, tools: list[ToolSpec]) -> None:
@@ -31,9 +42,11 @@ def task_system_prompt(
     tools: list[ToolSpec],
     env: dict[str, str],
     sections: dict[str, str] | None = None,
+    mask: Callable[[str], str] | None = None,
 ) -> str:
     """The system prompt of `task` offering `tools`, exactly as a run renders it; `sections`
-    replace the task's inline sections (a sub-agent's ROLE)."""
+    replace the task's inline sections (a sub-agent's ROLE); `mask` hides secrets in what the
+    prompt quotes from the task (its success check)."""
     from runner.prompt import build_sections, host_facts, render_sections
 
     servers: dict[str, list[ToolSpec]] = {}
@@ -47,8 +60,33 @@ def task_system_prompt(
         servers=servers,
         tools=tools,
         facts=host_facts(env),
+        budgeting=task_budgeting(task, mask or (lambda text: text)),
     )
     return render_sections(built)
+
+
+def task_budgeting(task: Task, mask: Callable[[str], str]) -> Budgeting:
+    """What the prompt tells the agent about its limits, its check and its requirements."""
+    from runner.prompt import Budgeting
+
+    limits, success = task.spec.limits, task.spec.success
+    require = success.require
+    requirements = []
+    if require.min_tool_calls:
+        requirements.append(f"at least {require.min_tool_calls} tool call(s) that run")
+    if require.changed_files:
+        requirements.append("changes to the files of the working directory")
+    if require.no_denied_calls:
+        requirements.append("no call of a tool you are not allowed to use")
+    return Budgeting(
+        max_turns=limits.max_turns,
+        max_tokens=limits.max_tokens,
+        max_cost_usd=limits.max_cost_usd,
+        timeout_s=limits.timeout,
+        check=mask(success.check) if success.check else None,
+        check_retries=success.retries,
+        requirements=tuple(requirements),
+    )
 
 
 def list_task_tools(task: Task, settings: Settings) -> list[ToolSpec]:

@@ -14,13 +14,22 @@ from runner.task.agents import (
     unmatched_allow_patterns,
 )
 from runner.task.loader import Task, discover_task_files, load_tasks
-from runner.task.model import Expect, Limits, Success, SuiteSpec, TaskSpec, parse_duration
+from runner.task.model import (
+    Expect,
+    Limits,
+    Require,
+    Success,
+    SuiteSpec,
+    TaskSpec,
+    parse_duration,
+)
 
 __all__ = [
     "AgentLimits",
     "AgentSpec",
     "Expect",
     "Limits",
+    "Require",
     "Success",
     "SuiteSpec",
     "Task",

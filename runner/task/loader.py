@@ -228,6 +228,14 @@ class _Loader:
                 "point `workdir:` at a folder inside the repository, or keep the task file in "
                 "the repository (or folder outside any repository) that holds the workdir",
             )
+        if spec.success.require.changed_files and workdir.is_dir() and not _repository_of(workdir):
+            self.problem(
+                path,
+                located,
+                (*at, "success", "require", "changed_files"),
+                f"changed_files needs git, but workdir {workdir} is not inside a git repository",
+                "run the task in a git checkout (or `git init` the workdir), or drop the key",
+            )
         extensions, secrets = self._extensions(path, located, at, spec, workdir)
         if spec.model and (bad := spec_problem(spec.model)):
             self.problem(path, located, _own(at, raw, ("model",)), *bad)

@@ -14,6 +14,7 @@ __all__ = [
     "Duration",
     "Expect",
     "Limits",
+    "Require",
     "Success",
     "SuiteSpec",
     "TaskSpec",
@@ -101,6 +102,17 @@ class Expect(_Strict):
         return value
 
 
+class Require(_Strict):
+    """What must have happened during the task for a reported success to count (DESIGN 12)."""
+
+    min_tool_calls: int | None = Field(None, ge=1)
+    """At least this many tool calls that the policy let through (attempt_completion aside)."""
+    changed_files: bool = False
+    """The workdir's git status (or HEAD) must differ at completion from the task's start."""
+    no_denied_calls: bool = False
+    """Not one tool call may have been refused by the tool policy."""
+
+
 class Success(_Strict):
     """How a completed task is judged."""
 
@@ -112,6 +124,8 @@ class Success(_Strict):
     """Time limit of the check command."""
     expect: Expect | None = None
     """Checks on the completion result."""
+    require: Require = Require()
+    """What the agent must have done; a miss fails the task as `requirement`, with no retry."""
 
 
 class TaskSpec(_Strict):

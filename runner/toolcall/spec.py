@@ -39,6 +39,8 @@ class ToolResult:
 
     text: str
     is_error: bool = False
+    denied: bool = False
+    """The call never ran: a policy or permission rule refused it (`success.require` counts it)."""
     log_fields: Mapping[str, Any] = field(default_factory=dict, compare=False)
     """Extra fields of the session log's `tool_call` event (a sub-agent's `child_session_id`)."""
 

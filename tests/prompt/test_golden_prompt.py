@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from runner.prompt import HostFacts, build_sections, render_sections
+from runner.prompt import Budgeting, HostFacts, build_sections, render_sections
 from runner.toolcall.spec import ToolSpec
 
 GOLDEN = Path(__file__).parent / "golden" / "system-prompt.md"
@@ -29,6 +29,10 @@ READ_FILE = ToolSpec(
     server="workspace",
 )
 
+BUDGETING = Budgeting(
+    max_turns=40, max_cost_usd=2.0, timeout_s=1200, check="pytest -q tests/", check_retries=2
+)
+
 ORDER = [
     "ROLE",
     "OBJECTIVE",
@@ -38,6 +42,7 @@ ORDER = [
     "SYSTEM INFORMATION",
     "WORKSPACE FILES",
     "PROJECT CONTEXT",
+    "BUDGET AND CHECK",
     "MCP SERVERS",
     "TOOL USE",
     "TOOLS",
@@ -64,6 +69,7 @@ def build(tmp_path: Path, renderer):
         servers={"workspace": [READ_FILE]},
         tools=[READ_FILE],
         facts=FACTS,
+        budgeting=BUDGETING,
     ), workdir
 
 

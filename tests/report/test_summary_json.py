@@ -36,6 +36,8 @@ def test_summary_carries_run_facts_and_each_task() -> None:
         "duration_s": 1.5,
         "session_log": "agent-runs/sessions/refactor.jsonl",
         "session_id": "sess-refactor",
+        "check_output": None,
+        "structured_result": None,
         "child_sessions": [],
     }
 

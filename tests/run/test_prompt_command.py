@@ -13,6 +13,7 @@ ORDER = [
     "RULES",
     "SYSTEM INFORMATION",
     "WORKSPACE FILES",
+    "BUDGET AND CHECK",
     "MCP SERVERS",
     "TOOL USE",
     "TOOLS",
@@ -40,6 +41,22 @@ def test_prompt_with_the_workspace_off_offers_only_attempt_completion(run_cli, t
     assert result.returncode == 0, result.stderr
     assert "only tool is attempt_completion" in result.stdout
     assert re.findall(r"^## (\w+)$", result.stdout, flags=re.MULTILINE) == ["attempt_completion"]
+
+
+def test_prompt_names_the_check_with_its_secrets_masked(run_cli, tmp_path):
+    task = tmp_path / "t.yaml"
+    task.write_text(
+        "prompt: hi\n"
+        "extensions: {workspace: {envs: {API_TOKEN: tok-prompt-secret-42}}}\n"
+        "limits: {max_turns: 9}\n"
+        "success: {check: 'curl -H tok-prompt-secret-42 localhost && make test'}\n",
+        encoding="utf-8",
+    )
+    result = run_cli("prompt", str(task))
+    assert result.returncode == 0, result.stderr
+    assert "at most 9 turns" in result.stdout
+    assert "    curl -H *** localhost && make test" in result.stdout
+    assert "tok-prompt-secret-42" not in result.stdout
 
 
 def test_prompt_of_a_suite_needs_a_task_name(run_cli):
