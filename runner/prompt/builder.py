@@ -9,6 +9,7 @@ from runner.prompt.catalogue import catalogue_sections
 from runner.prompt.dynamic import HostFacts, dynamic_sections
 from runner.prompt.sections import Section, default_prompts_dir, load_sections
 from runner.toolcall import ToolSpec
+from runner.workspace import DEFAULT_PROMPT_FILE_BYTES
 
 __all__ = ["build_sections"]
 
@@ -21,10 +22,12 @@ def build_sections(
     servers: Mapping[str, Sequence[ToolSpec]],
     tools: Sequence[ToolSpec],
     facts: HostFacts,
+    max_file_bytes: int = DEFAULT_PROMPT_FILE_BYTES,
 ) -> list[Section]:
     """Static (defaults, then `prompt_dirs`, then inline), dynamic, then the tool catalogue.
 
-    `render_sections` turns the list into the prompt text.
+    `render_sections` turns the list into the prompt text. `max_file_bytes` bounds each file
+    read from the workdir (AGENTS.md, .gitignore).
     """
     static = load_sections([default_prompts_dir(), *prompt_dirs], inline_sections)
-    return [*static, *dynamic_sections(workdir, facts), *catalogue_sections(servers, tools)]
+    return [*static, *dynamic_sections(workdir, facts, max_file_bytes), *catalogue_sections(servers, tools)]

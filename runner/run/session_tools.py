@@ -28,6 +28,7 @@ def task_system_prompt(
         servers=servers,
         tools=tools,
         facts=host_facts(env),
+        max_file_bytes=settings.prompt_file_max_bytes,
     )
     return render_sections(sections)
 
