@@ -30,4 +30,8 @@ def build_sections(
     read from the workdir (AGENTS.md, .gitignore).
     """
     static = load_sections([default_prompts_dir(), *prompt_dirs], inline_sections)
-    return [*static, *dynamic_sections(workdir, facts, max_file_bytes), *catalogue_sections(servers, tools)]
+    return [
+        *static,
+        *dynamic_sections(workdir, facts, max_file_bytes),
+        *catalogue_sections(servers, tools),
+    ]

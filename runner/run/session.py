@@ -187,7 +187,8 @@ async def _run(
         {name: ext for name, ext in task.extensions.items() if ext.enabled},
         policy=task.spec.tools,
         workdir=task.workdir,
-        artifacts_dir=ctx.out_dir / "mcp-logs" / task.name,
+        # A folder name cannot be masked once written: no secret of the task name in it.
+        artifacts_dir=ctx.out_dir / "mcp-logs" / redactor.text(task.name).replace("*", "_"),
         startup_timeout_s=settings.mcp_startup_timeout_s,
         default_tool_timeout_s=tool_timeout,
         base_env=ctx.env,
