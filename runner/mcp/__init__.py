@@ -12,13 +12,16 @@ from __future__ import annotations
 from runner.mcp.extension import WORKSPACE, ExtensionConfig, ToolPolicy, overlay
 from runner.mcp.hub import McpHub
 from runner.mcp.launch import builtin_workspace_root, server_env, workspace_extension
+from runner.mcp.limits import RESERVED_TOOL_NAMES, McpLimits
 from runner.mcp.render import HubEvent, policy_allows
 
 __all__ = [
     "WORKSPACE",
     "ExtensionConfig",
+    "RESERVED_TOOL_NAMES",
     "HubEvent",
     "McpHub",
+    "McpLimits",
     "ToolPolicy",
     "builtin_workspace_root",
     "overlay",

@@ -15,7 +15,7 @@ from typing import Any
 from runner import __version__
 from runner.errors import ExitCode, McpServerError, ProviderError, RunnerError
 from runner.llm import LLM, Message, Usage, cost_usd
-from runner.mcp import McpHub
+from runner.mcp import McpHub, McpLimits
 from runner.outcome import Status, TaskOutcome, Totals
 from runner.redact import Redactor
 from runner.run.budget import Budget, LimitExceeded, RunBudget
@@ -193,6 +193,8 @@ async def _run(
         default_tool_timeout_s=tool_timeout,
         base_env=ctx.env,
         on_event=lambda event: _hub_event(state, ctx, redactor, event),
+        redactor=redactor,
+        limits=McpLimits.from_settings(settings),
     )
     try:
         async with hub:  # stops every server on the way out, cancellation included

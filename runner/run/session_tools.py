@@ -37,7 +37,7 @@ def list_task_tools(task: Task, settings: Settings) -> list[ToolSpec]:
     """The tools the task may call, as its run offers them."""
     import anyio
 
-    from runner.mcp import McpHub
+    from runner.mcp import McpHub, McpLimits
 
     async def collect() -> list[ToolSpec]:
         with tempfile.TemporaryDirectory(prefix="agent-runner-prompt-") as artifacts:
@@ -49,6 +49,7 @@ def list_task_tools(task: Task, settings: Settings) -> list[ToolSpec]:
                 startup_timeout_s=settings.mcp_startup_timeout_s,
                 default_tool_timeout_s=settings.tool_timeout_s,
                 base_env=environ(),
+                limits=McpLimits.from_settings(settings),
             ) as hub:
                 return hub.allowed_tools
 
