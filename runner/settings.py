@@ -124,8 +124,9 @@ class Settings(BaseSettings):
     """Tool calls run from one model reply; the rest get one error naming this limit."""
     max_turn_results_chars: int = Field(400_000, gt=0)
     """Characters of tool results one turn sends back, all calls together."""
-    mcp_max_message_chars: int = Field(64 * 1024 * 1024, gt=0)
-    """Longest JSON-RPC line a stdio MCP server may write; a longer one closes the connection."""
+    mcp_max_message_chars: int = Field(256 * 1024 * 1024, gt=0)
+    """Longest JSON-RPC line a stdio MCP server may write; a longer one closes the connection
+    (a 50 MB tool result is about 100 MB on the wire: the SDK sends it as text and as JSON)."""
     mcp_max_description_chars: int = Field(10_000, gt=0)
     """Characters of one tool description put in the prompt; the rest is cut."""
     mcp_max_catalogue_chars: int = Field(250_000, gt=0)

@@ -33,7 +33,7 @@ _NOT_PLAIN = re.compile(r"[^A-Za-z0-9_.-]+")
 class McpLimits:
     """The size limits of one hub; the defaults are the settings' defaults."""
 
-    max_message_chars: int = 64 * 1024 * 1024
+    max_message_chars: int = 256 * 1024 * 1024
     """Longest stdout line of a stdio server."""
     max_description_chars: int = 10_000
     """Longest tool description kept; the rest is cut with a note."""

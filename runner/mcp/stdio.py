@@ -43,7 +43,7 @@ __all__ = ["LineTooLong", "split_lines", "stdio_transport"]
 
 _WRITER_FLUSH_TIMEOUT_S = 0.5
 _STDERR_DRAIN_TIMEOUT_S = 1.0
-DEFAULT_MAX_LINE_CHARS = 64 * 1024 * 1024
+DEFAULT_MAX_LINE_CHARS = 256 * 1024 * 1024
 
 
 class LineTooLong(Exception):

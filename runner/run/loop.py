@@ -16,6 +16,7 @@ from runner.errors import ContextLengthError
 from runner.llm import LLM, Message, Reply, RetryEvent, Usage
 from runner.run.budget import Budget
 from runner.run.compaction import CompactionSink, Compactor
+from runner.run.replybounds import ReplyBounds, ResultRoom, split_calls
 from runner.toolcall import (
     ATTEMPT_COMPLETION,
     REMINDER,
@@ -103,6 +104,7 @@ async def run_loop(
     compactor: Compactor,
     cost_of: Any,
     denied: Sequence[ToolSpec] = (),
+    bounds: ReplyBounds = ReplyBounds(),
 ) -> Completion:
     """Run turns until attempt_completion; `messages` is extended in place (the live context).
 
@@ -138,10 +140,12 @@ async def run_loop(
             _add_user(messages, events, REMINDER, turn)
             continue
         silent_replies = 0
-        completion, feedback = await _run_items(parsed.items, by_name, executor, events, budget)
+        items, refused = split_calls(parsed.items, bounds.max_calls)
+        room = ResultRoom(bounds.max_results_chars)
+        completion, feedback = await _run_items(items, by_name, executor, events, budget, room)
         if completion is not None:
             return completion
-        _add_user(messages, events, "\n\n".join(feedback), turn)
+        _add_user(messages, events, "\n\n".join([*feedback, *filter(None, [refused])]), turn)
 
 
 async def _call_model(
@@ -175,6 +179,7 @@ async def _run_items(
     executor: ToolExecutor,
     events: EventSink,
     budget: Budget,
+    room: ResultRoom,
 ) -> tuple[Completion | None, list[str]]:
     """Run the calls of one reply in order; stop at attempt_completion."""
     feedback: list[str] = []
@@ -198,7 +203,7 @@ async def _run_items(
             is_error=result.is_error,
             duration_s=round(time.monotonic() - started, 4),
         )
-        feedback.append(render_result(item.name, result))
+        feedback.append(room.fit(item.name, render_result(item.name, result)))
     return None, feedback
 
 

@@ -22,6 +22,7 @@ from runner.run.budget import Budget, LimitExceeded, RunBudget
 from runner.run.checks import expect_problem, feedback_for_check, run_check
 from runner.run.compaction import Compactor
 from runner.run.loop import AgentGaveUp, Completion, run_loop
+from runner.run.replybounds import ReplyBounds
 from runner.run.session_tools import task_system_prompt
 from runner.sessionlog import LogWriteError, SessionLogWriter
 from runner.settings import Settings
@@ -313,6 +314,9 @@ async def _converse(
                     compactor=compactor,
                     cost_of=cost_of,
                     denied=[t for t in hub.tools if t.name not in offered],
+                    bounds=ReplyBounds(
+                        ctx.settings.max_tool_calls_per_reply, ctx.settings.max_turn_results_chars
+                    ),
                 )
                 if state.completion.status == "failure":
                     return "failed", "agent", "the agent reported failure"
