@@ -16,7 +16,7 @@ from runner.errors import ContextLengthError
 from runner.llm import LLM, Message, Reply, RetryEvent, Usage
 from runner.run.budget import Budget
 from runner.run.compaction import CompactionSink, Compactor
-from runner.run.replybounds import ReplyBounds, ResultRoom, split_calls
+from runner.run.replybounds import DEFAULT_BOUNDS, ReplyBounds, ResultRoom, split_calls
 from runner.toolcall import (
     ATTEMPT_COMPLETION,
     REMINDER,
@@ -104,7 +104,7 @@ async def run_loop(
     compactor: Compactor,
     cost_of: Any,
     denied: Sequence[ToolSpec] = (),
-    bounds: ReplyBounds = ReplyBounds(),
+    bounds: ReplyBounds = DEFAULT_BOUNDS,
 ) -> Completion:
     """Run turns until attempt_completion; `messages` is extended in place (the live context).
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from runner.toolcall import CallError, ToolCall
 
-__all__ = ["ReplyBounds", "ResultRoom", "split_calls"]
+__all__ = ["DEFAULT_BOUNDS", "ReplyBounds", "ResultRoom", "split_calls"]
 
 _LEAST_USEFUL_CUT = 2_000
 """Below this many characters left, a cut result helps less than a clear note."""
@@ -28,6 +28,9 @@ class ReplyBounds:
     """Tool calls run from one reply."""
     max_results_chars: int = 400_000
     """Characters of tool results sent back in one turn, all calls together."""
+
+
+DEFAULT_BOUNDS = ReplyBounds()
 
 
 def split_calls(
