@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol
 from runner.errors import ContextLengthError
 from runner.llm import LLM, Message, Reply, RetryEvent, Usage
 from runner.run.budget import Budget
-from runner.run.compaction import CompactionSink, Compactor
+from runner.run.compaction import CompactionSink, Compactor, estimate_tokens
 from runner.run.replybounds import DEFAULT_BOUNDS, ReplyBounds, ResultRoom, split_calls
 from runner.toolcall import (
     ATTEMPT_COMPLETION,
@@ -162,12 +162,15 @@ async def _call_model(
     def on_retry(event: RetryEvent) -> None:
         events.retry(turn, event.attempt, event.reason, event.status, event.wait_s)
 
-    try:
-        reply = await llm.complete(system, messages, on_retry=on_retry)
-    except ContextLengthError:
-        # The provider counted more than our estimate: compact hard and retry once.
-        await compactor.compact(messages, turn=budget.turns, force=True)
-        reply = await llm.complete(system, messages, on_retry=on_retry)
+    # Held against the run's cost cap while the call runs: prompt estimated, output at its max.
+    estimate = cost_of(Usage(estimate_tokens(system, messages), budget.reserve_output_tokens))
+    with budget.reservation(estimate):
+        try:
+            reply = await llm.complete(system, messages, on_retry=on_retry)
+        except ContextLengthError:
+            # The provider counted more than our estimate: compact hard and retry once.
+            await compactor.compact(messages, turn=budget.turns, force=True)
+            reply = await llm.complete(system, messages, on_retry=on_retry)
     budget.turns = turn
     budget.charge(reply.usage, cost_of(reply.usage))
     return reply

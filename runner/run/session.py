@@ -82,6 +82,7 @@ async def run_task(
     limits = task.spec.limits
     state = _State()
     state.budget = Budget(limits.max_turns, limits.max_tokens, limits.max_cost_usd, ctx.run_budget)
+    state.budget.reserve_output_tokens = ctx.settings.max_output_tokens
     if resume is not None:
         used = resume.budget_used
         state.budget.turns = used.turns
