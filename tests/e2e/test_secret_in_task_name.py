@@ -1,4 +1,4 @@
-"""A secret value inside a task name: the task runs and logs; no file name and no artifact holds it."""
+"""A secret inside a task name: the task runs and logs; no file name and no artifact holds it."""
 
 from __future__ import annotations
 
