@@ -1,4 +1,4 @@
-"""MCP servers that leak, flood and impersonate, through the CLI (tests/hardening/hostile_mcp_server.py).
+"""MCP servers that leak, flood and impersonate, through the CLI (see hostile_mcp_server.py).
 
 What a server writes outside its answers is redacted; its lines, descriptions and catalogue are
 bounded with a warning naming it; its tool names cannot take a built-in name or add a section.
