@@ -139,6 +139,21 @@ class Settings(BaseSettings):
     """Sampling temperature; None leaves the provider's default."""
     max_output_tokens: int = Field(8192, gt=0)
     """Largest reply per model call."""
+    # Bounds on what a repository, a model or an MCP server hands the runner (docs/limits.md).
+    prompt_file_max_bytes: int = Field(1_000_000, gt=0)
+    """Most bytes read of a file the prompt builder reads from the workdir (AGENTS.md,
+    .gitignore); only regular files that resolve inside the workdir are read."""
+    max_tool_calls_per_reply: int = Field(50, gt=0)
+    """Tool calls run from one model reply; the rest get one error naming this limit."""
+    max_turn_results_chars: int = Field(400_000, gt=0)
+    """Characters of tool results one turn sends back, all calls together."""
+    mcp_max_message_chars: int = Field(256 * 1024 * 1024, gt=0)
+    """Longest JSON-RPC line a stdio MCP server may write; a longer one closes the connection
+    (a 50 MB tool result is about 100 MB on the wire: the SDK sends it as text and as JSON)."""
+    mcp_max_description_chars: int = Field(10_000, gt=0)
+    """Characters of one tool description put in the prompt; the rest is cut."""
+    mcp_max_catalogue_chars: int = Field(250_000, gt=0)
+    """Characters of all tool descriptions and schemas together; tools past it are dropped."""
     retry: RetrySettings = RetrySettings()
     """Retry policy for model calls."""
     models: dict[str, ModelInfo] = Field(default_factory=dict)

@@ -27,9 +27,11 @@ from pydantic import ValidationError
 
 from runner.mcp.extension import ExtensionConfig
 from runner.mcp.launch import server_env
+from runner.mcp.limits import DEFAULT_LIMITS, McpLimits
 from runner.mcp.render import ConnectionLost, EventSink, HubEvent, StartFailure, timeout_text
 from runner.mcp.results import CONNECTION_CLOSED, REQUEST_TIMEOUT, render_error, render_result
 from runner.mcp.stdio import stdio_transport
+from runner.redact import Redactor
 from runner.toolcall import ToolResult, ToolSpec
 
 __all__ = ["Connection"]
@@ -52,8 +54,14 @@ class Connection:
         stderr_path: Path,
         base_env: Mapping[str, str],
         startup_timeout_s: float,
+        redactor: Redactor | None = None,
+        limits: McpLimits = DEFAULT_LIMITS,
+        on_event: EventSink | None = None,
     ) -> None:
         self.config = config
+        self._redactor = redactor
+        self._limits = limits
+        self._on_event = on_event
         self.stderr_path = stderr_path
         self._workdir = workdir
         self._base_env = base_env
@@ -81,6 +89,9 @@ class Connection:
             stderr_path=self.stderr_path,
             base_env=self._base_env,
             startup_timeout_s=self._startup_timeout_s,
+            redactor=self._redactor,
+            limits=self._limits,
+            on_event=self._on_event,
         )
 
     def mark_dead(self) -> None:
@@ -166,7 +177,7 @@ class Connection:
         try:
             with anyio.CancelScope(deadline=deadline) as scope:
                 async with self._client() as client:
-                    self.tools = await _list_tools(client)
+                    self.tools = await _list_tools(client, self._limits.max_catalogue_chars)
                     scope.deadline = math.inf
                     self.client = client
                     started = True
@@ -228,7 +239,17 @@ class Connection:
             env=server_env(self._base_env, cfg.envs),
             cwd=self._workdir,
         )
-        return stdio_transport(params, errlog)
+        return stdio_transport(
+            params,
+            errlog,
+            redactor=self._redactor,
+            max_line_chars=self._limits.max_message_chars,
+            on_warning=self._warn,
+        )
+
+    def _warn(self, text: str) -> None:
+        if self._on_event is not None:
+            self._on_event(HubEvent("warning", self.name, f"MCP server {self.name!r} {text}"))
 
     async def _remote_transport(self, stack: AsyncExitStack) -> Any:
         cfg = self.config
@@ -241,14 +262,18 @@ class Connection:
         return streamable_http_client(cfg.uri, http_client=http)
 
 
-async def _list_tools(client: Client) -> list[types.Tool]:
+async def _list_tools(client: Client, max_chars: int) -> list[types.Tool]:
+    """The server's tools, page by page, until the pages hold more than `max_chars` (the hub
+    then drops what does not fit in the catalogue, with a warning)."""
     tools: list[types.Tool] = []
     cursor: str | None = None
+    size = 0
     for _ in range(_MAX_TOOL_PAGES):
         page = await client.list_tools(cursor=cursor)
         tools.extend(page.tools)
+        size += sum(len(tool.description or "") for tool in page.tools)
         cursor = page.next_cursor
-        if cursor is None:
+        if cursor is None or size > max_chars:
             break
     return tools
 

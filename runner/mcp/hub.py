@@ -17,8 +17,9 @@ import anyio
 from anyio.abc import TaskGroup
 
 from runner.errors import McpServerError
-from runner.mcp.extension import ExtensionConfig, ToolPolicy
+from runner.mcp.extension import WORKSPACE, ExtensionConfig, ToolPolicy
 from runner.mcp.launch import builtin_workspace_root, server_env, workspace_extension
+from runner.mcp.limits import DEFAULT_LIMITS, Catalogue, McpLimits, exposed_name
 from runner.mcp.local import LocalConnection
 from runner.mcp.render import (
     MAX_RESULT_CHARS,
@@ -30,6 +31,8 @@ from runner.mcp.render import (
     policy_allows,
 )
 from runner.settings import WorkspaceLimits
+from runner.mcp.serverlog import guard_sdk_logging
+from runner.redact import Redactor
 from runner.toolcall import ToolResult, ToolSpec
 
 __all__ = [
@@ -94,8 +97,15 @@ class McpHub:
         max_restarts: int = 3,
         max_result_chars: int = MAX_RESULT_CHARS,
         workspace_limits: WorkspaceLimits | None = None,
+        redactor: Redactor | None = None,
+        limits: McpLimits = DEFAULT_LIMITS,
     ) -> None:
+        """`redactor` masks what servers write outside their answers (stderr logs, the SDK's
+        log lines); `limits` bound their messages and the tool catalogue."""
         self._policy = policy or ToolPolicy()
+        self._limits = limits
+        if redactor is not None:
+            guard_sdk_logging(redactor)
         self._max_result_chars = max_result_chars
         self._default_timeout_s = default_tool_timeout_s
         self._on_event = on_event
@@ -108,6 +118,9 @@ class McpHub:
                 base_env=dict(base_env or {}),
                 startup_timeout_s=startup_timeout_s,
                 workspace_limits=workspace_limits,
+                redactor=redactor,
+                limits=limits,
+                on_event=self._emit,
             )
             for key, cfg in extensions.items()
             if cfg.enabled
@@ -225,18 +238,28 @@ class McpHub:
 
     def _index_tools(self) -> None:
         counts = Counter(tool.name for conn in self._conns for tool in conn.tools)
+        catalogue = Catalogue(self._limits)
+        # The built-in workspace is admitted to the catalogue first; the order stays the config's.
+        admitted = {
+            conn.name: catalogue.admit(
+                conn.name, ((t.name, t.description or "", t.input_schema) for t in conn.tools)
+            )
+            for conn in sorted(self._conns, key=lambda conn: conn.name != WORKSPACE)
+        }
         self._tools = {}
         for conn in self._conns:
-            for tool in conn.tools:
-                clash = counts[tool.name] > 1
+            for remote, description, schema in admitted[conn.name]:
+                name = exposed_name(conn.name, remote, counts[remote] > 1)
                 spec = ToolSpec(
-                    name=f"{conn.name}__{tool.name}" if clash else tool.name,
-                    description=tool.description or "",
-                    input_schema=dict(tool.input_schema),
+                    name=name,
+                    description=description,
+                    input_schema=schema,
                     server=conn.name,
-                    remote_name=tool.name if clash else "",
+                    remote_name=remote if name != remote else "",
                 )
                 self._tools.setdefault(spec.name, (spec, conn))
+        for server, message in catalogue.warnings:
+            self._emit(HubEvent("warning", server, message))
 
     async def _usable(self, conn: _Server) -> _Server | ToolResult:
         """The live connection for a server, restarting a dead one within the restart budget."""
@@ -338,6 +361,9 @@ def _connection(
     artifacts_dir: Path,
     base_env: Mapping[str, str],
     startup_timeout_s: float,
+    redactor: Redactor | None,
+    limits: McpLimits,
+    on_event: EventSink,
     workspace_limits: WorkspaceLimits | None = None,
 ) -> _Server:
     """The in-process workspace for the built-in one, else an MCP client (imports the SDK)."""
@@ -351,4 +377,7 @@ def _connection(
         stderr_path=artifacts_dir / "mcp" / f"{config.name}.stderr.log",
         base_env=base_env,
         startup_timeout_s=startup_timeout_s,
+        redactor=redactor,
+        limits=limits,
+        on_event=on_event,
     )

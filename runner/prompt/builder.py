@@ -10,6 +10,7 @@ from runner.prompt.catalogue import catalogue_sections
 from runner.prompt.dynamic import HostFacts, dynamic_sections
 from runner.prompt.sections import Section, default_prompts_dir, load_sections
 from runner.toolcall import ToolSpec
+from runner.workspace import DEFAULT_PROMPT_FILE_BYTES
 
 __all__ = ["build_sections"]
 
@@ -23,18 +24,20 @@ def build_sections(
     tools: Sequence[ToolSpec],
     facts: HostFacts,
     budgeting: Budgeting | None = None,
+    max_file_bytes: int = DEFAULT_PROMPT_FILE_BYTES,
 ) -> list[Section]:
     """Static (defaults, then `prompt_dirs`, then inline), dynamic, BUDGET AND CHECK (when
     `budgeting` says anything), then the tool catalogue.
 
-    `render_sections` turns the list into the prompt text.
+    `render_sections` turns the list into the prompt text. `max_file_bytes` bounds each file
+    read from the workdir (AGENTS.md, .gitignore).
     """
     static = load_sections([default_prompts_dir(), *prompt_dirs], inline_sections)
     budget = [budget_section(budgeting)] if budgeting is not None else []
     budget = [section for section in budget if section.text]
     return [
         *static,
-        *dynamic_sections(workdir, facts),
+        *dynamic_sections(workdir, facts, max_file_bytes),
         *budget,
         *catalogue_sections(servers, tools),
     ]

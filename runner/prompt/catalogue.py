@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from runner.prompt.escape import inline_name, quoted_block
 from runner.prompt.sections import Section
 from runner.toolcall import ATTEMPT_COMPLETION, ToolSpec
 from runner.workspace import DESCRIPTIONS
@@ -55,8 +56,8 @@ def _servers_text(servers: Mapping[str, Sequence[ToolSpec]]) -> str:
         )
     lines = ["These MCP servers provide your tools:", ""]
     for name, specs in servers.items():
-        names = ", ".join(spec.name for spec in specs) or "(no tools)"
-        lines.append(f"- {name}: {names}")
+        names = ", ".join(inline_name(spec.name) for spec in specs) or "(no tools)"
+        lines.append(f"- {inline_name(name)}: {names}")
     return "\n".join(lines)
 
 
@@ -64,19 +65,20 @@ def _tool_entry(spec: ToolSpec, offered: set[str]) -> str:
     schema = spec.input_schema or {}
     properties: dict[str, Any] = schema.get("properties") or {}
     required = set(schema.get("required") or [])
+    # Names, descriptions and schemas come from servers: none of it may open a section.
     about = _without_absent_tools(spec.description.strip(), offered)
-    lines = [f"## {spec.name}", f"Description: {about or '(none given)'}"]
+    description = quoted_block(about) or "(none given)"
+    lines = [f"## {inline_name(spec.name)}", f"Description: {description}"]
     if spec.server:
-        lines.append(f"Server: {spec.server}")
+        lines.append(f"Server: {inline_name(spec.server)}")
     lines.append("Parameters:")
     if not properties:
         lines.append("- (none)")
     for name, prop in properties.items():
         need = "required" if name in required else "optional"
-        about = str(prop.get("description", "")).strip()
-        lines.append(
-            f"- {name} ({need}, {describe_type(prop, schema)})" + (f": {about}" if about else "")
-        )
+        about = " ".join(quoted_block(str(prop.get("description", ""))).split())
+        kind = " ".join(describe_type(prop, schema).split())
+        lines.append(f"- {inline_name(name)} ({need}, {kind})" + (f": {about}" if about else ""))
     usage = {
         name: f"{name} here"
         for name, prop in properties.items()

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from runner.prompt.escape import inline_name
 from runner.prompt.sections import Section
-from runner.workspace import list_tree
+from runner.workspace import DEFAULT_PROMPT_FILE_BYTES, list_tree, read_confined
 
 __all__ = ["HostFacts", "dynamic_sections", "host_facts"]
 
@@ -43,10 +44,16 @@ def host_facts(env: dict[str, str]) -> HostFacts:
     )
 
 
-def dynamic_sections(workdir: Path, facts: HostFacts) -> list[Section]:
-    """The three generated sections; PROJECT CONTEXT only when AGENTS.md exists."""
-    sections = [_system_information(workdir, facts), _workspace_files(workdir)]
-    context = _project_context(workdir)
+def dynamic_sections(
+    workdir: Path, facts: HostFacts, max_file_bytes: int = DEFAULT_PROMPT_FILE_BYTES
+) -> list[Section]:
+    """The three generated sections; PROJECT CONTEXT only when AGENTS.md exists.
+
+    Files of the workdir (AGENTS.md, each .gitignore) are read only when they are regular files
+    inside the workdir, and at most `max_file_bytes` of each (the `prompt_file_max_bytes` setting).
+    """
+    sections = [_system_information(workdir, facts), _workspace_files(workdir, max_file_bytes)]
+    context = _project_context(workdir, max_file_bytes)
     if context is not None:
         sections.append(context)
     return sections
@@ -65,10 +72,12 @@ def _system_information(workdir: Path, facts: HostFacts) -> Section:
     return Section("SYSTEM INFORMATION", text, "generated")
 
 
-def _workspace_files(workdir: Path) -> Section:
-    listing = list_tree(workdir, WORKSPACE_FILES_LIMIT)
+def _workspace_files(workdir: Path, max_file_bytes: int) -> Section:
+    listing = list_tree(workdir, WORKSPACE_FILES_LIMIT, max_file_bytes=max_file_bytes)
     lines = [f"Files in {workdir} (ignoring what .gitignore ignores):", ""]
-    lines += listing.paths or ["(empty)"]
+    # A name with a line break or a leading `#` is shown as a JSON string: no file name can add
+    # a section to the prompt.
+    lines += [inline_name(path) for path in listing.paths] or ["(empty)"]
     if listing.truncated:
         lines += [
             "",
@@ -77,15 +86,15 @@ def _workspace_files(workdir: Path) -> Section:
     return Section("WORKSPACE FILES", "\n".join(lines), "generated")
 
 
-def _project_context(workdir: Path) -> Section | None:
+def _project_context(workdir: Path, max_file_bytes: int) -> Section | None:
     path = workdir / PROJECT_CONTEXT_FILE
-    if not path.is_file():
+    # Not `read_text`: AGENTS.md may be a symlink to /proc/self/environ, /dev/zero or a FIFO.
+    read = read_confined(path, workdir, min(max_file_bytes, PROJECT_CONTEXT_LIMIT * 4 + 4))
+    if read is None:
         return None
-    text = path.read_text(encoding="utf-8", errors="replace").strip()
-    if len(text) > PROJECT_CONTEXT_LIMIT:
-        text = (
-            text[:PROJECT_CONTEXT_LIMIT]
-            + f"\n\n(AGENTS.md cut at {PROJECT_CONTEXT_LIMIT} characters; read_file shows it all.)"
-        )
+    text = read.text.strip()
+    if read.truncated or len(text) > PROJECT_CONTEXT_LIMIT:
+        text = text[:PROJECT_CONTEXT_LIMIT]
+        text += f"\n\n(AGENTS.md cut at {len(text)} characters; read_file shows it all.)"
     intro = f"From {PROJECT_CONTEXT_FILE} in the working directory:\n\n"
     return Section("PROJECT CONTEXT", intro + text, str(path))

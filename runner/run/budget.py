@@ -6,6 +6,8 @@ session ends such a task as budget_exceeded. `RunBudget` is the cost cap of the 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -30,6 +32,8 @@ class RunBudget:
 
     max_cost_usd: float | None = None
     spent_usd: float = 0.0
+    reserved_usd: float = 0.0
+    """The estimates of the model calls under way (see `Budget.reservation`)."""
 
 
 @dataclass
@@ -46,6 +50,8 @@ class Budget:
     tool_calls: int = 0
     denied_calls: int = 0
     """Tool calls a policy refused (counted in `tool_calls` too)."""
+    reserve_output_tokens: int = 0
+    """Output tokens a model call is assumed to use while it runs (the `max_output_tokens`)."""
 
     def check(self) -> None:
         """Raise LimitExceeded when a limit leaves no room for another model call."""
@@ -64,6 +70,32 @@ class Budget:
             raise LimitExceeded(
                 "run_cost", f"run cost cap reached (${self.run.spent_usd:.4f}/${cap:.2f})"
             )
+
+    @contextmanager
+    def reservation(self, estimate_usd: float) -> Iterator[None]:
+        """Hold `estimate_usd` of the run's cost cap while a model call is under way.
+
+        Concurrent tasks see each other's calls before they are paid: a call starts only while
+        what is spent and held stays under the cap. The caller charges the real cost right after
+        (no await in between), so the cap is passed by at most the last call admitted, plus what
+        calls cost beyond their estimate (docs/limits.md).
+
+        Raises:
+            LimitExceeded: the run's cap is already spent or held.
+        """
+        cap = self.run.max_cost_usd
+        held = self.run.spent_usd + self.run.reserved_usd
+        if cap is not None and held >= cap:
+            raise LimitExceeded(
+                "run_cost",
+                f"run cost cap reached (${self.run.spent_usd:.4f} spent and "
+                f"${self.run.reserved_usd:.4f} held by calls under way, of ${cap:.2f})",
+            )
+        self.run.reserved_usd += estimate_usd
+        try:
+            yield
+        finally:
+            self.run.reserved_usd -= estimate_usd
 
     def charge(self, usage: Usage, cost_usd: float) -> None:
         self.usage = self.usage + usage

@@ -17,7 +17,8 @@ from runner.errors import ContextLengthError
 from runner.llm import LLM, Message, Reply, RetryEvent, Usage
 from runner.run.batch import SEQUENTIAL, Concurrency, batches, gather_in_order
 from runner.run.budget import Budget
-from runner.run.compaction import CompactionSink, Compactor
+from runner.run.compaction import CompactionSink, Compactor, estimate_tokens
+from runner.run.replybounds import DEFAULT_BOUNDS, ReplyBounds, ResultRoom, split_calls
 from runner.toolcall import (
     ATTEMPT_COMPLETION,
     REMINDER,
@@ -115,6 +116,7 @@ async def run_loop(
     denied: Sequence[ToolSpec] = (),
     concurrency: Concurrency = SEQUENTIAL,
     wind_down: WindDownNotice | None = None,
+    bounds: ReplyBounds = DEFAULT_BOUNDS,
 ) -> Completion:
     """Run turns until attempt_completion; `messages` is extended in place (the live context).
 
@@ -153,12 +155,14 @@ async def run_loop(
             _add_user(messages, events, REMINDER, turn)
             continue
         silent_replies = 0
+        items, refused = split_calls(parsed.items, bounds.max_calls)
+        room = ResultRoom(bounds.max_results_chars)
         completion, feedback = await _run_items(
-            parsed.items, by_name, executor, events, budget, concurrency
+            items, by_name, executor, events, budget, concurrency, room
         )
         if completion is not None:
             return completion
-        _add_user(messages, events, "\n\n".join(feedback), turn)
+        _add_user(messages, events, "\n\n".join([*feedback, *filter(None, [refused])]), turn)
 
 
 async def _call_model(
@@ -175,12 +179,15 @@ async def _call_model(
     def on_retry(event: RetryEvent) -> None:
         events.retry(turn, event.attempt, event.reason, event.status, event.wait_s)
 
-    try:
-        reply = await llm.complete(system, messages, on_retry=on_retry)
-    except ContextLengthError:
-        # The provider counted more than our estimate: compact hard and retry once.
-        await compactor.compact(messages, turn=budget.turns, force=True)
-        reply = await llm.complete(system, messages, on_retry=on_retry)
+    # Held against the run's cost cap while the call runs: prompt estimated, output at its max.
+    estimate = cost_of(Usage(estimate_tokens(system, messages), budget.reserve_output_tokens))
+    with budget.reservation(estimate):
+        try:
+            reply = await llm.complete(system, messages, on_retry=on_retry)
+        except ContextLengthError:
+            # The provider counted more than our estimate: compact hard and retry once.
+            await compactor.compact(messages, turn=budget.turns, force=True)
+            reply = await llm.complete(system, messages, on_retry=on_retry)
     budget.turns = turn
     budget.charge(reply.usage, cost_of(reply.usage))
     return reply
@@ -193,6 +200,7 @@ async def _run_items(
     events: EventSink,
     budget: Budget,
     concurrency: Concurrency,
+    room: ResultRoom,
 ) -> tuple[Completion | None, list[str]]:
     """Run the calls of one reply in order (a batch of them at once); stop at attempt_completion."""
     feedback: list[str] = []
@@ -222,7 +230,7 @@ async def _run_items(
                 duration_s=duration_s,
                 **result.log_fields,
             )
-            feedback.append(render_result(call.name, result))
+            feedback.append(room.fit(call.name, render_result(call.name, result)))
     return None, feedback
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from runner import __version__
 from runner.errors import ExitCode, McpServerError, ProviderError, RunnerError
 from runner.llm import LLM, Message, Usage, cost_usd
-from runner.mcp import McpHub
+from runner.mcp import McpHub, McpLimits
 from runner.outcome import Status, TaskOutcome, Totals
 from runner.redact import Redactor
 from runner.run.agents import agent_concurrency, agent_executor, offered_tools
@@ -30,6 +30,7 @@ from runner.run.checks import (
 )
 from runner.run.compaction import Compactor
 from runner.run.loop import AgentGaveUp, Completion, run_loop
+from runner.run.replybounds import ReplyBounds
 from runner.run.requirements import GitState, git_state, requirement_problem
 from runner.run.session_tools import check_tool_patterns, task_system_prompt
 from runner.run.winddown import WindDown
@@ -99,6 +100,7 @@ async def run_task(
     limits = task.spec.limits
     state = _State()
     state.budget = Budget(limits.max_turns, limits.max_tokens, limits.max_cost_usd, ctx.run_budget)
+    state.budget.reserve_output_tokens = ctx.settings.max_output_tokens
     if resume is not None:
         used = resume.budget_used
         state.budget.turns = used.turns
@@ -210,12 +212,15 @@ async def _run(
         {name: ext for name, ext in task.extensions.items() if ext.enabled},
         policy=task.spec.tools,
         workdir=task.workdir,
-        artifacts_dir=ctx.out_dir / "mcp-logs" / task.name,
+        # A folder name cannot be masked once written: no secret of the task name in it.
+        artifacts_dir=ctx.out_dir / "mcp-logs" / redactor.text(task.name).replace("*", "_"),
         startup_timeout_s=settings.mcp_startup_timeout_s,
         default_tool_timeout_s=tool_timeout,
         base_env=ctx.env,
         workspace_limits=settings.workspace_limits,
         on_event=lambda event: _hub_event(state, ctx, redactor, event),
+        redactor=redactor,
+        limits=McpLimits.from_settings(settings),
     )
     try:
         async with hub:  # stops every server on the way out, cancellation included
@@ -347,6 +352,9 @@ async def _converse(
                     denied=[t for t in hub.tools if t.name not in offered],
                     wind_down=wind_down,
                     concurrency=agent_concurrency(task),
+                    bounds=ReplyBounds(
+                        ctx.settings.max_tool_calls_per_reply, ctx.settings.max_turn_results_chars
+                    ),
                 )
                 if state.completion.status == "failure":
                     return "failed", "agent", "the agent reported failure"

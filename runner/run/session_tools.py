@@ -61,6 +61,7 @@ def task_system_prompt(
         tools=tools,
         facts=host_facts(env),
         budgeting=task_budgeting(task, mask or (lambda text: text)),
+        max_file_bytes=settings.prompt_file_max_bytes,
     )
     return render_sections(built)
 
@@ -103,7 +104,7 @@ def task_tool_lists(task: Task, settings: Settings) -> tuple[list[ToolSpec], lis
     """(every tool of the task's servers, those its policy allows), from started servers."""
     import anyio
 
-    from runner.mcp import McpHub
+    from runner.mcp import McpHub, McpLimits
 
     async def collect() -> tuple[list[ToolSpec], list[ToolSpec]]:
         with tempfile.TemporaryDirectory(prefix="agent-runner-prompt-") as artifacts:
@@ -115,6 +116,7 @@ def task_tool_lists(task: Task, settings: Settings) -> tuple[list[ToolSpec], lis
                 startup_timeout_s=settings.mcp_startup_timeout_s,
                 default_tool_timeout_s=settings.tool_timeout_s,
                 base_env=environ(),
+                limits=McpLimits.from_settings(settings),
             ) as hub:
                 return hub.tools, hub.allowed_tools
 

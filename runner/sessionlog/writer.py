@@ -100,11 +100,16 @@ class SessionLogWriter:
         head = header if isinstance(header, Header) else Header.from_dict(header)
         started = clock()
         if not head.session_id:
-            name = str(head.task.get("name", "task"))
+            # The id names files and is how summaries and resumes refer to the log, and a file
+            # name cannot be masked once written: so it is built from the task name with any
+            # secret already cut out, and the redactor never rewrites it (a secret inside a task
+            # name once made it an invalid file name and crashed the task).
+            name = redactor.text(str(head.task.get("name", "task")))
             head = dataclasses.replace(head, session_id=new_session_id(name, started))
         if not head.started_at:
             head = dataclasses.replace(head, started_at=iso_utc(started))
         line: dict[str, Any] = redactor.data(head.to_line())
+        line["session_id"], line["parent_id"] = head.session_id, head.parent_id
         line["system_prompt_sha256"] = prompt_sha256(line["system_prompt"])
 
         if not _SAFE_ID.fullmatch(line["session_id"]):

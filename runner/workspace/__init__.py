@@ -5,17 +5,21 @@
 kills a command's process group however the runner dies). The hub calls them in-process;
 `runner.workspace.server` serves the same tools over stdio for any MCP client (`agent-runner mcp
 workspace`, `python -m runner.workspace`). `tree` is the bounded, .gitignore-aware folder walk
-that the prompt's file list shares. Importing this face imports no MCP SDK.
+that the prompt's file list shares; `confined_read` reads a workdir file for the prompt (regular
+files inside the workdir only, bounded). Importing this face imports no MCP SDK.
 """
 
 from __future__ import annotations
 
+from runner.workspace.confined_read import DEFAULT_PROMPT_FILE_BYTES, Bounded, read_confined
 from runner.workspace.paths import Confinement, WorkspaceError
 from runner.workspace.reaper import Reaper, shared_reaper
 from runner.workspace.tools import DESCRIPTIONS, WorkspaceTools, error_text
 from runner.workspace.tree import Listing, list_tree
 
 __all__ = [
+    "DEFAULT_PROMPT_FILE_BYTES",
+    "Bounded",
     "DESCRIPTIONS",
     "Confinement",
     "Listing",
@@ -24,5 +28,6 @@ __all__ = [
     "WorkspaceTools",
     "error_text",
     "list_tree",
+    "read_confined",
     "shared_reaper",
 ]

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pathspec
 
+from runner.workspace.confined_read import DEFAULT_PROMPT_FILE_BYTES, read_confined
+
 __all__ = ["IgnoreRules", "Listing", "gitignore_rules", "is_ignored", "list_tree"]
 
 _ALWAYS_SKIPPED = {".git", ".hg", ".svn"}
@@ -25,12 +27,20 @@ class Listing:
     truncated: bool
 
 
-def gitignore_rules(folder: Path) -> IgnoreRules:
-    """The rules of `folder/.gitignore`, or none when it has no readable one."""
-    try:
-        lines = (folder / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
+def gitignore_rules(
+    folder: Path, root: Path | None = None, max_bytes: int = DEFAULT_PROMPT_FILE_BYTES
+) -> IgnoreRules:
+    """The rules of `folder/.gitignore`, or none when it has no readable one.
+
+    Only a regular file that resolves inside `root` (default: `folder`) is read, and at most
+    `max_bytes` of it: a repository's `.gitignore` may be a symlink to anything.
+    """
+    read = read_confined(folder / ".gitignore", root or folder, max_bytes)
+    if read is None:
         return []
+    lines = read.text.splitlines()
+    if read.truncated and lines:
+        lines.pop()  # the last line may be cut in the middle
     return [(folder, pathspec.GitIgnoreSpec.from_lines(lines))]
 
 
@@ -43,13 +53,18 @@ def is_ignored(path: Path, is_dir: bool, rules: IgnoreRules) -> bool:
     return False
 
 
-def list_tree(root: Path, limit: int, recursive: bool = True) -> Listing:
-    """Breadth-first listing of `root`, honouring every .gitignore on the way, at most `limit`."""
+def list_tree(
+    root: Path, limit: int, recursive: bool = True, max_file_bytes: int = DEFAULT_PROMPT_FILE_BYTES
+) -> Listing:
+    """Breadth-first listing of `root`, honouring every .gitignore on the way, at most `limit`.
+
+    Each .gitignore is read only as `gitignore_rules` allows, at most `max_file_bytes` of it.
+    """
     paths: list[str] = []
     queue: deque[tuple[Path, IgnoreRules]] = deque([(root, [])])
     while queue:
         folder, inherited = queue.popleft()
-        rules = [*inherited, *gitignore_rules(folder)]
+        rules = [*inherited, *gitignore_rules(folder, root, max_file_bytes)]
         try:
             entries = sorted(os.scandir(folder), key=lambda e: (not e.is_dir(), e.name))
         except OSError:

@@ -61,6 +61,8 @@ CASES = {
                 ),
                 complete("wrote them"),
             ],
+            # Past the default of 50 calls a reply (tests/hardening/test_reply_bounds.py).
+            env={"AGENT_RUNNER_MAX_TOOL_CALLS_PER_REPLY": str(HUNDRED)},
         ),
         "openai",
     ),

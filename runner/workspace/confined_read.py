@@ -1,0 +1,61 @@
+"""Read a file of the workdir for the prompt: regular files inside the workdir only, bounded.
+
+The prompt builder reads files a repository controls (AGENTS.md, every `.gitignore` of the file
+listing). A symlink to `/proc/self/environ` would put the runner's environment in the prompt, one to
+`/dev/zero` would be read until memory runs out, and a FIFO would block the open forever. So a file
+is read only when its real path lies inside the workdir and it is a regular file, opened without
+blocking, and never past `max_bytes`.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["DEFAULT_PROMPT_FILE_BYTES", "Bounded", "read_confined"]
+
+DEFAULT_PROMPT_FILE_BYTES = 1_000_000
+"""The default of the `prompt_file_max_bytes` setting."""
+
+
+@dataclass(frozen=True)
+class Bounded:
+    """What was read of a file, and whether it was longer than the limit."""
+
+    text: str
+    truncated: bool
+
+
+def read_confined(path: Path, root: Path, max_bytes: int) -> Bounded | None:
+    """The text of `path` (at most `max_bytes`), or None when it is missing, unreadable, not a
+    regular file, or resolves outside `root`."""
+    try:
+        real = path.resolve(strict=True)
+        if not real.is_relative_to(root.resolve(strict=True)):
+            return None
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; O_NOFOLLOW: the resolved path
+        # must not have become a symlink since.
+        flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(real, flags | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, RuntimeError, ValueError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks: list[bytes] = []
+        left = max_bytes + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 16))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    truncated = len(data) > max_bytes
+    return Bounded(data[:max_bytes].decode("utf-8", errors="replace"), truncated)
