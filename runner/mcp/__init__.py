@@ -12,8 +12,8 @@ from __future__ import annotations
 from runner.mcp.extension import WORKSPACE, ExtensionConfig, ToolPolicy, overlay
 from runner.mcp.hub import McpHub
 from runner.mcp.launch import builtin_workspace_root, server_env, workspace_extension
-from runner.mcp.policy import BUILTIN_TOOL_NAMES, Unmatched, tool_names, unmatched_patterns
 from runner.mcp.limits import RESERVED_TOOL_NAMES, McpLimits
+from runner.mcp.policy import BUILTIN_TOOL_NAMES, Unmatched, tool_names, unmatched_patterns
 from runner.mcp.render import HubEvent, policy_allows
 
 __all__ = [

@@ -30,9 +30,9 @@ from runner.mcp.render import (
     bound_text,
     policy_allows,
 )
-from runner.settings import WorkspaceLimits
 from runner.mcp.serverlog import guard_sdk_logging
 from runner.redact import Redactor
+from runner.settings import WorkspaceLimits
 from runner.toolcall import ToolResult, ToolSpec
 
 __all__ = [
