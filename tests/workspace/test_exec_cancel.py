@@ -56,6 +56,9 @@ class _Watcher:
     def forget(self, pgid: int) -> None:
         pass
 
+    def watch_folder(self, folder: Path) -> None:
+        pass
+
 
 @pytest.mark.anyio
 async def test_a_cancel_during_the_spawn_still_kills_the_command(
