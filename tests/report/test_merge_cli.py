@@ -60,7 +60,7 @@ def test_report_merge_keeps_every_testcase_and_sums_totals(run_cli, tmp_path):
     root = ET.parse(out).getroot()
     assert sorted(c.get("name") for c in root.iter("testcase")) == ["t1", "t2", "t3"]
     assert root.get("tests") == "3" and root.get("failures") == "1"
-    merged = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    merged = json.loads(out.with_name("summary.json").read_text(encoding="utf-8"))
     assert merged["totals"]["cost_usd"] == 1.75 and merged["passed"] == 2 and merged["failed"] == 1
 
 

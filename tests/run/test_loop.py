@@ -4,6 +4,7 @@ takes), the tools a recording executor: no SDK and no MCP below the loop."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -296,7 +297,8 @@ async def test_retry_events_carry_the_turn_of_the_call_being_retried() -> None:
 
 async def test_messages_and_results_are_fed_back_in_order() -> None:
     events = Events()
-    llm = ScriptedLLM(echo("one") + "\n" + echo("two"), done())
+    llm_reply = echo("one") + "\n" + echo("two")
+    llm = ScriptedLLM(llm_reply, done())
     await run(llm, events=events)
     roles = [(role, turn) for role, _, turn in events.messages]
     assert roles == [("assistant", 1), ("user", 1), ("assistant", 2)]
@@ -304,7 +306,7 @@ async def test_messages_and_results_are_fed_back_in_order() -> None:
     assert feedback == (
         "[echo] Result:\necho said {'text': 'one'}\n\n[echo] Result:\necho said {'text': 'two'}"
     )
-    assert llm.seen[1][-1] == feedback
+    assert llm.seen[1] == ["the task", llm_reply, feedback]
 
 
 async def test_a_malformed_call_is_reported_back_and_the_loop_goes_on() -> None:
@@ -329,3 +331,9 @@ async def test_a_denied_tool_is_parsed_as_a_call_and_sent_to_the_executor() -> N
     await run(ScriptedLLM("<wipe>\n</wipe>", done()), executor=executor, events=events)
     assert executor.calls == [("wipe", {})]
     assert events.tool_calls[0][1]["server"] == "danger"
+
+
+async def test_a_completion_is_a_frozen_record() -> None:
+    completion = Completion("ok", "success")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        completion.result = "changed"  # type: ignore[misc]
