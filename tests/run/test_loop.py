@@ -26,9 +26,7 @@ ECHO = ToolSpec(
     {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
     server="tools",
 )
-DENIED = ToolSpec(
-    "wipe", "Wipe.", {"type": "object", "properties": {}}, server="danger"
-)
+DENIED = ToolSpec("wipe", "Wipe.", {"type": "object", "properties": {}}, server="danger")
 
 
 def echo(text: str = "hi") -> str:
@@ -42,6 +40,9 @@ def done(result: str = "finished", status: str = "success") -> str:
     )
 
 
+DEFAULT_USAGE = Usage(10, 5)
+
+
 class ScriptedLLM:
     """Replies from a script; an exception in the script is raised instead of replying."""
 
@@ -49,7 +50,7 @@ class ScriptedLLM:
     model = "fake-model"
     info: ModelInfo | None = None
 
-    def __init__(self, *script: str | Exception, usage: Usage = Usage(10, 5)) -> None:
+    def __init__(self, *script: str | Exception, usage: Usage = DEFAULT_USAGE) -> None:
         self.script = list(script)
         self.usage = usage
         self.seen: list[list[str]] = []
@@ -186,8 +187,13 @@ async def test_limit_messages_say_what_was_used_of_what() -> None:
         ),
     ]
     for budget, message in cases:
-        with pytest.raises(LimitExceeded, match=message.replace("$", r"\$").replace("(", r"\(")
-                           .replace(")", r"\)").replace(".", r"\.")):
+        with pytest.raises(
+            LimitExceeded,
+            match=message.replace("$", r"\$")
+            .replace("(", r"\(")
+            .replace(")", r"\)")
+            .replace(".", r"\."),
+        ):
             budget.check()
 
 

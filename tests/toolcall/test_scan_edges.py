@@ -47,7 +47,7 @@ def test_a_remembered_search_is_reused_only_from_a_later_start() -> None:
     first = ends.find(text.index("<path>") + 6, "path", ["path"], "</read_file>")
     second_start = text.index("<path>b") + 6
     second = ends.find(second_start, "path", ["path"], "</read_file>")
-    assert (text[first:first + 7], text[second:second + 7]) == ("</path>", "</path>")
+    assert (text[first : first + 7], text[second : second + 7]) == ("</path>", "</path>")
     assert second > second_start > first
     # Searching again from the first start gives the first end, not the remembered later one.
     assert ends.find(text.index("<path>") + 6, "path", ["path"], "</read_file>") == first
@@ -92,9 +92,7 @@ def test_a_value_holding_its_closing_tag_then_an_unknown_parameter_ends_at_the_l
 
 
 def test_a_value_holding_its_closing_tag_before_a_known_parameter() -> None:
-    text = (
-        "<write_to_file>\n<content>a</content> b</content>\n<path>p</path>\n</write_to_file>"
-    )
+    text = "<write_to_file>\n<content>a</content> b</content>\n<path>p</path>\n</write_to_file>"
     assert only_call(text).arguments == {"content": "a</content> b", "path": "p"}
 
 
@@ -132,8 +130,8 @@ def test_a_call_cut_off_by_the_end_of_the_reply() -> None:
 def test_tab_indented_and_crlf_layouts_of_an_unknown_tool_are_calls(text: str) -> None:
     [raw] = find_calls(text, PARAMS)
     assert (raw.tool, raw.known) == ("readfile", False)
-    assert text[raw.start:raw.end].startswith("<readfile>")
-    assert text[raw.start:raw.end].endswith("</readfile>")
+    assert text[raw.start : raw.end].startswith("<readfile>")
+    assert text[raw.start : raw.end].endswith("</readfile>")
 
 
 @pytest.mark.parametrize(

@@ -18,9 +18,7 @@ def test_an_empty_or_whitespace_path_is_refused_with_a_hint(paths: Confinement, 
 
 
 @pytest.mark.parametrize("path", ["a\x00b.txt", "\x00"])
-def test_a_nul_byte_gives_the_confinement_error_not_a_value_error(
-    files: Files, path: str
-) -> None:
+def test_a_nul_byte_gives_the_confinement_error_not_a_value_error(files: Files, path: str) -> None:
     with pytest.raises(WorkspaceError, match="NUL byte"):
         files.read(path)
     with pytest.raises(WorkspaceError, match="NUL byte"):
