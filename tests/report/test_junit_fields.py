@@ -134,7 +134,7 @@ def test_merge_sums_disabled_and_suite_times(tmp_path: Path) -> None:
     a = write(
         tmp_path / "a.xml",
         '<testsuites><testsuite name="s1" disabled="2" time="0.1">'
-        '<testcase name="t1" time="5"/></testsuite>'
+        '<testcase name="t1" time="5"><error message="e"/></testcase></testsuite>'
         '<testsuite name="s2" disabled="1" time="0.2"><testcase name="t2"/></testsuite>'
         "</testsuites>",
     )
@@ -151,7 +151,7 @@ def test_merge_sums_disabled_and_suite_times(tmp_path: Path) -> None:
     # Suite times where given (0.1 + 0.2), the cases' times where not (0.25 + 0.5).
     assert root.get("time") == "1.050"
     counts = (root.get("tests"), root.get("failures"), root.get("errors"))
-    assert counts == ("5", "1", "1")
+    assert counts == ("5", "1", "2")
     assert [s.get("time") for s in root.findall("testsuite")] == ["0.100", "0.200", None]
 
 
@@ -190,3 +190,23 @@ def test_merge_takes_empty_counts_as_zero(tmp_path: Path) -> None:
 def test_merge_with_no_inputs_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no JUnit files given"):
         merge_junit([], tmp_path / "out.xml")
+
+
+def test_the_report_is_indented_one_element_a_line() -> None:
+    text = junit_text(summary_of([outcome("a", "passed")]), Redactor())
+    lines = text.splitlines()
+    assert lines[1].startswith("<testsuites ")
+    assert any(line.startswith("\t<testsuite ") for line in lines)
+    assert any(line.startswith("\t\t<testcase ") for line in lines)
+
+
+def test_a_testcase_time_is_rounded_to_milliseconds() -> None:
+    timed = outcome("t", "passed", duration=1.23456)
+    assert case_of(junit_text(summary_of([timed]), Redactor()), "t").get("time") == "1.235000"
+
+
+def test_merge_of_an_unreadable_input_names_it(tmp_path: Path) -> None:
+    folder = tmp_path / "shard.xml"
+    folder.mkdir()
+    with pytest.raises(ConfigError, match=r"shard\.xml: cannot read JUnit file: Is a directory"):
+        merge_junit([folder], tmp_path / "out.xml")
