@@ -210,3 +210,11 @@ def test_merge_of_an_unreadable_input_names_it(tmp_path: Path) -> None:
     folder.mkdir()
     with pytest.raises(ConfigError, match=r"shard\.xml: cannot read JUnit file: Is a directory"):
         merge_junit([folder], tmp_path / "out.xml")
+
+
+def test_the_merged_report_is_indented_with_tabs(tmp_path: Path) -> None:
+    a = write(tmp_path / "a.xml", '<testsuite name="s"><testcase name="t"/></testsuite>')
+    merge_junit([a], tmp_path / "out.xml")
+    lines = (tmp_path / "out.xml").read_text(encoding="utf-8").splitlines()
+    assert lines[0] == '<?xml version="1.0" encoding="utf-8"?>'
+    assert lines[2:4] == ['\t<testsuite name="s">', '\t\t<testcase name="t" />']
