@@ -3,6 +3,7 @@ do not match, values that hold their own closing tag, tab and CRLF layouts, the 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -185,3 +186,9 @@ def test_an_unknown_first_parameter_needs_the_call_layout() -> None:
         "read_file"
     ]
     assert list(find_calls("a <read_file><pth>a</pth></read_file>", PARAMS)) == []
+
+
+def test_a_found_call_is_a_frozen_record() -> None:
+    [raw] = find_calls("<read_file>\n<path>a</path>\n</read_file>", PARAMS)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        raw.tool = "other"  # type: ignore[misc]
