@@ -192,3 +192,12 @@ def test_a_found_call_is_a_frozen_record() -> None:
     [raw] = find_calls("<read_file>\n<path>a</path>\n</read_file>", PARAMS)
     with pytest.raises(dataclasses.FrozenInstanceError):
         raw.tool = "other"  # type: ignore[misc]
+
+
+def test_the_tool_tag_opened_again_after_a_parameter_does_not_end_the_call() -> None:
+    text = "<read_file>\n<path>a</path>\n<read_file>\n</read_file>"
+    [raw] = find_calls(text, PARAMS)
+    assert raw.end == len(text) and raw.arguments == {"path": "a"}
+    assert raw.problems == [
+        "Parameter <read_file> is not closed: write </read_file> after its value."
+    ]
