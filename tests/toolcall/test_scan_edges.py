@@ -201,3 +201,9 @@ def test_the_tool_tag_opened_again_after_a_parameter_does_not_end_the_call() -> 
     assert raw.problems == [
         "Parameter <read_file> is not closed: write </read_file> after its value."
     ]
+
+
+def test_a_call_cut_off_in_stray_text_after_a_parameter_is_still_a_cut_off_call() -> None:
+    text = "<read_file>\n<path>a</path>\nand then the reply st"
+    [raw] = find_calls(text, PARAMS)
+    assert (raw.tool, raw.cut_off, raw.end) == ("read_file", True, len(text))
