@@ -42,6 +42,9 @@ _SEVERITY = (
     ExitCode.SIGINT,
     ExitCode.INTERNAL,
     ExitCode.INFRASTRUCTURE,
+    # A configuration error found only once a task ran (e.g. a sub-agent allowlist that matches
+    # none of the tools its servers listed): never reported as a pass.
+    ExitCode.USAGE,
     ExitCode.FAILED,
     ExitCode.BUDGET,
     ExitCode.OK,

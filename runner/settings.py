@@ -122,6 +122,8 @@ class Settings(BaseSettings):
     """Extra or overriding entries of the model table, keyed by model name."""
     extensions: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """MCP servers for every task; a task's own `extensions` are merged over these."""
+    agents: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Sub-agents for every task (DESIGN 13); a task's own `agents` are merged over these."""
     prompts: list[Path] = Field(default_factory=list)
     """Extra prompt section folders, after the defaults and before the task's own."""
     out: Path = Path("agent-runs")

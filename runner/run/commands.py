@@ -6,11 +6,11 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from runner.errors import ConfigError, ExitCode, TaskFileError
+from runner.errors import ConfigError, ExitCode, Problem, TaskFileError
 from runner.settings import Settings, environ, load_settings
 from runner.task import Task, discover_task_files, load_tasks
 
-__all__ = ["check_sections", "load_selected_tasks", "print_prompt", "validate"]
+__all__ = ["agent_problems", "check_sections", "load_selected_tasks", "print_prompt", "validate"]
 
 
 def load_selected_tasks(
@@ -18,7 +18,13 @@ def load_selected_tasks(
 ) -> list[Task]:
     """Discover and load tasks with the config's extensions and the process environment."""
     files = discover_task_files(paths)
-    return load_tasks(files, params=params, config_extensions=settings.extensions, env=environ())
+    return load_tasks(
+        files,
+        params=params,
+        config_extensions=settings.extensions,
+        env=environ(),
+        config_agents=settings.agents,
+    )
 
 
 def check_sections(task: Task, settings: Settings) -> None:
@@ -45,9 +51,31 @@ def validate(paths: Sequence[str], params: Mapping[str, str], config: Path | Non
         return ExitCode.USAGE
     for task in tasks:
         check_sections(task, settings)
+    found = [p for task in tasks if task.spec.agents for p in agent_problems(task, settings)]
+    problems = list({str(p): p for p in found}.values())  # a suite's defaults: said once
+    if problems:
+        for problem in problems:
+            print(problem, file=sys.stderr)
+        print(f"{len(problems)} problem(s) found", file=sys.stderr)
+        return ExitCode.USAGE
     files = {task.file for task in tasks}
     print(f"ok: {len(tasks)} task(s) in {len(files)} file(s)")
     return ExitCode.OK
+
+
+def agent_problems(task: Task, settings: Settings) -> list[Problem]:
+    """The task's agent allowlists checked against its tools (its servers start to list them)."""
+    from runner.run.session_tools import task_tool_lists
+    from runner.task import agent_tool_problems
+
+    every, allowed = task_tool_lists(task, settings)
+    return agent_tool_problems(
+        task.file,
+        task.line,
+        task.spec.agents,
+        [t.name for t in every],
+        [t.name for t in allowed],
+    )
 
 
 def print_prompt(

@@ -18,6 +18,7 @@ from runner.llm import LLM, Message, Usage, cost_usd
 from runner.mcp import McpHub
 from runner.outcome import Status, TaskOutcome, Totals
 from runner.redact import Redactor
+from runner.run.agents import agent_concurrency, agent_executor, offered_tools
 from runner.run.budget import Budget, LimitExceeded, RunBudget
 from runner.run.checks import expect_problem, feedback_for_check, run_check
 from runner.run.compaction import Compactor
@@ -47,6 +48,8 @@ class RunContext:
     """Exit code of an interrupted task: set by the signal handler before it cancels tasks."""
     interrupted: bool = False
     """A signal arrived: no new task starts."""
+    models: dict[str, LLM] = field(default_factory=dict)
+    """Sub-agents' models other than their task's, by `PROVIDER:MODEL`, made on first use."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,8 @@ class _State:
     started: float = field(default_factory=time.monotonic)
     early_warnings: list[str] = field(default_factory=list)
     """Hub warnings from before the log existed (servers start first); written once it opens."""
+    children: list[str] = field(default_factory=list)
+    """Session ids of the sub-agents the task started (runner.run.agents)."""
 
 
 async def run_task(
@@ -129,6 +134,7 @@ async def run_task(
         totals=totals,
         session_log=state.log.path if state.log else None,
         session_id=state.log.session_id if state.log else "",
+        child_sessions=tuple(state.children),
     )
 
 
@@ -195,7 +201,7 @@ async def _run(
     )
     try:
         async with hub:  # stops every server on the way out, cancellation included
-            tools = hub.allowed_tools
+            tools = offered_tools(task, hub.allowed_tools)
             system = task_system_prompt(task, settings, tools, ctx.env)
             _open_log(task, llm, ctx, state, redactor, system, tools, resume)
             _warn_on_tool_drift(resume, tools, state, ctx)
@@ -296,6 +302,7 @@ async def _converse(
     attempts_left = success.retries
     offered = {t.name for t in tools}
     timeout = task.spec.limits.timeout
+    executor = agent_executor(hub, task, llm, log, state.budget, ctx, state.children)
     try:
         async with asyncio.timeout(timeout) as scope:
             while True:
@@ -304,12 +311,13 @@ async def _converse(
                     system=system,
                     messages=messages,
                     tools=tools,
-                    executor=hub,
+                    executor=executor,
                     events=log,
                     budget=state.budget,
                     compactor=compactor,
                     cost_of=cost_of,
                     denied=[t for t in hub.tools if t.name not in offered],
+                    concurrency=agent_concurrency(task),
                 )
                 if state.completion.status == "failure":
                     return "failed", "agent", "the agent reported failure"

@@ -7,17 +7,27 @@ raises one `TaskFileError` listing every problem as `file:line:column: field: me
 
 from __future__ import annotations
 
+from runner.task.agents import (
+    AgentLimits,
+    AgentSpec,
+    agent_tool_problems,
+    unmatched_allow_patterns,
+)
 from runner.task.loader import Task, discover_task_files, load_tasks
 from runner.task.model import Expect, Limits, Success, SuiteSpec, TaskSpec, parse_duration
 
 __all__ = [
+    "AgentLimits",
+    "AgentSpec",
     "Expect",
     "Limits",
     "Success",
     "SuiteSpec",
     "Task",
     "TaskSpec",
+    "agent_tool_problems",
     "discover_task_files",
     "load_tasks",
     "parse_duration",
+    "unmatched_allow_patterns",
 ]

@@ -5,6 +5,7 @@ Kept free of any SDK so that the prompt builder and the loop can use them withou
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,8 @@ class ToolResult:
 
     text: str
     is_error: bool = False
+    log_fields: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    """Extra fields of the session log's `tool_call` event (a sub-agent's `child_session_id`)."""
 
 
 ATTEMPT_COMPLETION = ToolSpec(
