@@ -218,3 +218,9 @@ def test_the_merged_report_is_indented_with_tabs(tmp_path: Path) -> None:
     lines = (tmp_path / "out.xml").read_text(encoding="utf-8").splitlines()
     assert lines[0] == '<?xml version="1.0" encoding="utf-8"?>'
     assert lines[2:4] == ['\t<testsuite name="s">', '\t\t<testcase name="t" />']
+
+
+def test_system_out_names_the_child_sessions() -> None:
+    parent = replace(outcome("lead", "passed"), child_sessions=("sess-a", "sess-b"))
+    out = case_of(junit_text(summary_of([parent]), Redactor()), "lead").findtext("system-out")
+    assert out is not None and "child_sessions: sess-a, sess-b" in out.splitlines()
