@@ -293,7 +293,8 @@ def _add_report(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "merge",
         help="merge shard JUnit files (and their summary.json) into one",
         description="Merge JUnit XML files from shards into one. With --summary, also merge "
-        "the shards' summary.json files.",
+        "the shards' summary.json files (written to summary.json beside OUT unless "
+        "--summary-output says otherwise).",
     )
     merge.add_argument("inputs", nargs="+", type=Path, metavar="JUNIT")
     merge.add_argument("-o", "--output", type=Path, required=True, metavar="OUT")
@@ -302,13 +303,13 @@ def _add_report(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         nargs="+",
         type=Path,
         metavar="SUMMARY_JSON",
-        help="summary.json files of the shards",
+        help="also merge these summary.json files of the shards",
     )
     merge.add_argument(
         "--summary-output",
         type=Path,
         metavar="OUT",
-        help="merged summary path (default: OUT with .json)",
+        help="merged summary path (default: summary.json beside OUT)",
     )
     merge.set_defaults(handler=_report_merge)
 
@@ -428,5 +429,6 @@ def _report_merge(args: argparse.Namespace) -> int:
 
     merge_junit(args.inputs, args.output)
     if args.summary:
-        merge_summaries(args.summary, args.summary_output or args.output.with_suffix(".json"))
+        summary_out = args.summary_output or args.output.with_name("summary.json")
+        merge_summaries(args.summary, summary_out, junit=args.output)
     return ExitCode.OK

@@ -6,6 +6,8 @@ attribute is set aside: GitHub's JUnit reporters read `file`, though no schema a
 
 from __future__ import annotations
 
+import math
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -19,6 +21,8 @@ from runner.report.summary import display_path, format_cost, one_line
 
 __all__ = ["junit_text", "merge_junit", "run_properties", "task_facts", "write_junit"]
 
+_SUITE_TIME = re.compile(r'(<testsuites?\b[^>]*?\btime=")([0-9.eE+-]+)(")')
+"""The time of the root and of each suite (text inside elements has its `<` escaped)."""
 _MESSAGE_LIMIT = 500
 """Characters of the reason kept in a failure's `message` attribute; the element's text has it
 whole."""
@@ -123,7 +127,8 @@ def junit_text(summary: RunSummary, redactor: Redactor) -> str:
         for name, outcomes in by_file.items()
     ]
     text: str = to_xml_report_string(suites, prettyprint=True, encoding="utf-8")
-    return text
+    # junit_xml writes the summed times as Python prints floats (0.8999999999999999).
+    return _SUITE_TIME.sub(lambda m: f"{m[1]}{_seconds(float(m[2]))}{m[3]}", text)
 
 
 def write_junit(summary: RunSummary, path: Path, redactor: Redactor) -> None:
@@ -152,15 +157,25 @@ def _load_suites(path: Path) -> list[ET.Element]:
     raise ConfigError(f"{path}: root element is <{root.tag}>, expected <testsuites> or <testsuite>")
 
 
-def _float(value: str | None) -> float:
+def _number(path: Path, element: ET.Element, attribute: str, *, whole: bool) -> float:
+    """A count or time attribute (absent or empty is 0); anything else is a ConfigError."""
+    value = (element.get(attribute) or "").strip()
+    if not value:
+        return 0
     try:
-        return float(value) if value else 0.0
+        number = int(value) if whole else float(value)
     except ValueError:
-        return 0.0
+        number = -1
+    if not 0 <= number < math.inf:
+        name = element.get("name")
+        where = f"<{element.tag} name={name!r}>" if name is not None else f"<{element.tag}>"
+        kind = "a whole number" if whole else "a number of seconds"
+        raise ConfigError(f"{path}: {where} has {attribute}={value!r}, expected {kind}")
+    return number
 
 
-def _int(value: str | None) -> int:
-    return int(value) if value and value.isdigit() else 0
+def _seconds(value: float) -> str:
+    return f"{value:.3f}"
 
 
 def merge_junit(inputs: list[Path], out: Path) -> None:
@@ -169,24 +184,27 @@ def merge_junit(inputs: list[Path], out: Path) -> None:
     properties. Raises ConfigError naming a missing or malformed input."""
     if not inputs:
         raise ConfigError("report merge: no JUnit files given")
-    suites = [suite for path in inputs for suite in _load_suites(path)]
+    suites = [(path, suite) for path in inputs for suite in _load_suites(path)]
     root = ET.Element("testsuites")
     tests = failures = errors = disabled = 0
     time = 0.0
-    for suite in suites:
+    for path, suite in suites:
         cases = suite.findall("testcase")
         tests += len(cases)
         failures += sum(1 for c in cases if c.find("failure") is not None)
         errors += sum(1 for c in cases if c.find("error") is not None)
-        disabled += _int(suite.get("disabled"))
-        suite_time = suite.get("time")
-        time += _float(suite_time) if suite_time else sum(_float(c.get("time")) for c in cases)
+        disabled += int(_number(path, suite, "disabled", whole=True))
+        case_time = sum(_number(path, c, "time", whole=False) for c in cases)
+        suite_time = _number(path, suite, "time", whole=False) if suite.get("time") else case_time
+        if suite.get("time"):
+            suite.set("time", _seconds(suite_time))  # a shard written before the rounding
+        time += suite_time
         root.append(suite)
     root.set("disabled", str(disabled))
     root.set("errors", str(errors))
     root.set("failures", str(failures))
     root.set("tests", str(tests))
-    root.set("time", f"{time:.3f}")
+    root.set("time", _seconds(time))
     ET.indent(root, space="\t")
     body = ET.tostring(root, encoding="unicode")
     write_text_atomic(out, f'<?xml version="1.0" encoding="utf-8"?>\n{body}\n')

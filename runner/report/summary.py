@@ -186,9 +186,10 @@ def _common(values: list[Any]) -> Any:
     return distinct[0] if len(distinct) == 1 else ",".join(distinct)
 
 
-def merge_summaries(inputs: list[Path], out: Path) -> None:
+def merge_summaries(inputs: list[Path], out: Path, junit: Path | None = None) -> None:
     """Join the `summary.json` files of shards into one: tasks concatenated, totals summed,
-    the worst exit code kept. Raises ConfigError naming a missing or malformed input."""
+    the worst exit code kept; `junit` is the merged JUnit file it belongs with. Raises
+    ConfigError naming a missing or malformed input."""
     if not inputs:
         raise ConfigError("report merge: no summary files given")
     shards = [_load_summary(path) for path in inputs]
@@ -196,6 +197,9 @@ def merge_summaries(inputs: list[Path], out: Path) -> None:
     totals: dict[str, Any] = {}
     for name in (*_TOTALS_FIELDS, "tokens"):
         totals[name] = sum(shard["totals"].get(name, 0) for shard in shards)
+    # Sums of floats pick up noise (0.1 + 0.2); round to the precision a run writes them with.
+    totals["cost_usd"] = round(totals["cost_usd"], 6)
+    totals["duration_s"] = round(totals["duration_s"], 3)
     passed = sum(1 for t in tasks if t.get("status") == "passed")
     merged = {
         "version": SUMMARY_VERSION,
@@ -208,7 +212,7 @@ def merge_summaries(inputs: list[Path], out: Path) -> None:
         "failed": len(tasks) - passed,
         "totals": totals,
         "out_dir": _common([s.get("out_dir") for s in shards]),
-        "junit": None,
+        "junit": display_path(junit) if junit is not None else None,
         "tasks": tasks,
     }
     write_text_atomic(out, json.dumps(merged, indent=2, ensure_ascii=False) + "\n")

@@ -1,0 +1,357 @@
+"""The loop and its budgets (DESIGN section 7): limits, accumulation, the reminder counter, the
+context-length retry and what each event carries. The model is a scripted LLM (the seam the loop
+takes), the tools a recording executor: no SDK and no MCP below the loop."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import anyio
+import pytest
+
+from runner.errors import ContextLengthError
+from runner.llm.base import Message, Reply, RetryEvent, Usage
+from runner.run.budget import Budget, LimitExceeded, RunBudget
+from runner.run.loop import AgentGaveUp, Completion, run_loop
+from runner.settings import ModelInfo
+from runner.toolcall import REMINDER, ToolResult, ToolSpec
+
+pytestmark = pytest.mark.anyio
+
+ECHO = ToolSpec(
+    "echo",
+    "Echo the text.",
+    {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    server="tools",
+)
+DENIED = ToolSpec("wipe", "Wipe.", {"type": "object", "properties": {}}, server="danger")
+
+
+def echo(text: str = "hi") -> str:
+    return f"<echo>\n<text>{text}</text>\n</echo>"
+
+
+def done(result: str = "finished", status: str = "success") -> str:
+    return (
+        f"<attempt_completion>\n<result>{result}</result>\n<status>{status}</status>\n"
+        "</attempt_completion>"
+    )
+
+
+DEFAULT_USAGE = Usage(10, 5)
+
+
+class ScriptedLLM:
+    """Replies from a script; an exception in the script is raised instead of replying."""
+
+    provider = "fake"
+    model = "fake-model"
+    info: ModelInfo | None = None
+
+    def __init__(self, *script: str | Exception, usage: Usage = DEFAULT_USAGE) -> None:
+        self.script = list(script)
+        self.usage = usage
+        self.seen: list[list[str]] = []
+
+    async def complete(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        *,
+        on_retry: Callable[[RetryEvent], None] | None = None,
+    ) -> Reply:
+        self.seen.append([m.content for m in messages])
+        step = self.script.pop(0)
+        if isinstance(step, Exception):
+            raise step
+        if on_retry is not None and step.startswith("RETRY"):
+            on_retry(RetryEvent(1, "rate limited", 429, 0.5))
+            step = step.removeprefix("RETRY")
+        return Reply(step, self.usage, "end_turn", 0.25, 2, "fake-model-2025")
+
+
+class Executor:
+    def __init__(self, delay_s: float = 0.0, is_error: bool = False) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.delay_s = delay_s
+        self.is_error = is_error
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        self.calls.append((name, arguments))
+        if self.delay_s:
+            await anyio.sleep(self.delay_s)
+        return ToolResult(f"{name} said {arguments}", is_error=self.is_error)
+
+
+class Events:
+    def __init__(self) -> None:
+        self.messages: list[tuple[str, str, int]] = []
+        self.model_calls: list[tuple[int, dict[str, Any]]] = []
+        self.tool_calls: list[tuple[int, dict[str, Any]]] = []
+        self.retries: list[tuple[Any, ...]] = []
+
+    def message(self, role: str, content: str, turn: int) -> None:
+        self.messages.append((role, content, turn))
+
+    def model_call(self, turn: int, **fields: Any) -> None:
+        self.model_calls.append((turn, fields))
+
+    def tool_call(self, turn: int, **fields: Any) -> None:
+        self.tool_calls.append((turn, fields))
+
+    def retry(self, *args: Any) -> None:
+        self.retries.append(args)
+
+    def compaction(self, turn: int, **fields: Any) -> None:
+        pass
+
+
+class Compactor:
+    def __init__(self) -> None:
+        self.proactive: list[int] = []
+        self.forced: list[tuple[int, bool]] = []
+
+    async def maybe_compact(self, messages: list[Message], *, turn: int) -> None:
+        self.proactive.append(turn)
+
+    async def compact(self, messages: list[Message], *, turn: int, force: bool = False) -> None:
+        self.forced.append((turn, force))
+        messages[1:] = [Message("user", "summary")]
+
+
+async def run(
+    llm: ScriptedLLM,
+    *,
+    budget: Budget | None = None,
+    executor: Executor | None = None,
+    events: Events | None = None,
+    compactor: Compactor | None = None,
+    cost: float = 0.0,
+) -> Completion:
+    return await run_loop(
+        llm=llm,
+        system="system",
+        messages=[Message("user", "the task")],
+        tools=[ECHO],
+        executor=executor or Executor(),
+        events=events or Events(),
+        budget=budget or Budget(),
+        compactor=compactor or Compactor(),  # type: ignore[arg-type]
+        cost_of=lambda usage: cost,
+        denied=[DENIED],
+    )
+
+
+# --- Budget.check: each limit triggers at exactly the limit, not one past it ---
+
+
+@pytest.mark.parametrize(
+    ("budget", "kind"),
+    [
+        (Budget(max_turns=2, turns=2), "turns"),
+        (Budget(max_tokens=15, usage=Usage(10, 5)), "tokens"),
+        (Budget(max_cost_usd=0.5, cost_usd=0.5), "cost"),
+        (Budget(run=RunBudget(max_cost_usd=1.0, spent_usd=1.0)), "run_cost"),
+    ],
+)
+async def test_a_limit_stops_the_task_at_exactly_the_limit(budget: Budget, kind: str) -> None:
+    with pytest.raises(LimitExceeded) as caught:
+        budget.check()
+    assert caught.value.kind == kind
+
+
+@pytest.mark.parametrize(
+    "budget",
+    [
+        Budget(max_turns=2, turns=1),
+        Budget(max_tokens=15, usage=Usage(10, 4)),
+        Budget(max_cost_usd=0.5, cost_usd=0.49),
+        Budget(run=RunBudget(max_cost_usd=1.0, spent_usd=0.99)),
+        Budget(),
+    ],
+)
+async def test_just_below_every_limit_another_call_is_allowed(budget: Budget) -> None:
+    budget.check()
+
+
+async def test_limit_messages_say_what_was_used_of_what() -> None:
+    cases = [
+        (Budget(max_turns=3, turns=3), "turn limit reached (3/3)"),
+        (Budget(max_tokens=15, usage=Usage(10, 6)), "token limit reached (16/15)"),
+        (Budget(max_cost_usd=0.5, cost_usd=0.75), "cost limit reached ($0.7500/$0.50)"),
+        (
+            Budget(run=RunBudget(max_cost_usd=1.0, spent_usd=1.25)),
+            "run cost cap reached ($1.2500/$1.00)",
+        ),
+    ]
+    for budget, message in cases:
+        with pytest.raises(LimitExceeded) as caught:
+            budget.check()
+        assert str(caught.value) == message
+
+
+async def test_a_fresh_budget_has_used_nothing() -> None:
+    budget = Budget(run=RunBudget(max_cost_usd=0.01))
+    budget.check()
+    assert (budget.run.spent_usd, budget.cost_usd, budget.turns, budget.tool_calls) == (0, 0, 0, 0)
+    assert RunBudget().spent_usd == 0 and RunBudget().max_cost_usd is None
+
+
+async def test_cost_and_tokens_accumulate_over_calls_for_the_task_and_the_run() -> None:
+    shared = RunBudget(max_cost_usd=10.0, spent_usd=1.0)
+    budget = Budget(run=shared)
+    llm = ScriptedLLM(echo(), echo(), done(), usage=Usage(100, 20))
+    await run(llm, budget=budget, cost=0.25)
+    assert budget.turns == 3
+    assert budget.cost_usd == pytest.approx(0.75)
+    assert shared.spent_usd == pytest.approx(1.75)
+    assert (budget.usage.input_tokens, budget.usage.output_tokens) == (300, 60)
+    assert budget.tool_calls == 2
+
+
+async def test_the_cost_limit_stops_the_loop_once_the_calls_add_up_to_it() -> None:
+    budget = Budget(max_cost_usd=0.5)
+    llm = ScriptedLLM(echo(), echo(), echo(), done())
+    with pytest.raises(LimitExceeded) as caught:
+        await run(llm, budget=budget, cost=0.25)
+    assert caught.value.kind == "cost"
+    assert budget.turns == 2  # 0.25 + 0.25 reaches the limit: no third call
+
+
+async def test_the_token_limit_stops_the_loop_at_exactly_the_limit() -> None:
+    budget = Budget(max_tokens=30)
+    llm = ScriptedLLM(echo(), echo(), done(), usage=Usage(10, 5))
+    with pytest.raises(LimitExceeded) as caught:
+        await run(llm, budget=budget)
+    assert caught.value.kind == "tokens" and budget.turns == 2
+
+
+# --- replies without a tool call ---
+
+
+async def test_three_replies_in_a_row_without_a_call_give_up() -> None:
+    events = Events()
+    with pytest.raises(AgentGaveUp, match="3 replies in a row"):
+        await run(ScriptedLLM("hmm", "well", "so"), events=events)
+    reminders = [m for m in events.messages if m[0] == "user"]
+    assert [m[1] for m in reminders] == [REMINDER, REMINDER]
+
+
+async def test_the_count_of_replies_without_a_call_resets_after_a_call() -> None:
+    llm = ScriptedLLM("hmm", "well", echo(), "so", "then", done("ok"))
+    completion = await run(llm)
+    assert completion == Completion("ok", "success")
+
+
+# --- the context-length error ---
+
+
+async def test_a_context_length_error_forces_a_compaction_and_one_retry() -> None:
+    compactor = Compactor()
+    llm = ScriptedLLM(echo(), ContextLengthError("too long"), done())
+    budget = Budget()
+    completion = await run(llm, compactor=compactor, budget=budget)
+    assert completion.result == "finished"
+    assert compactor.forced == [(1, True)]
+    assert llm.seen[-1] == ["the task", "summary"]  # the retry sent the compacted history
+    assert compactor.proactive == [0, 1]
+    assert budget.turns == 2
+
+
+async def test_a_second_context_length_error_is_not_retried_again() -> None:
+    llm = ScriptedLLM(ContextLengthError("too long"), ContextLengthError("still too long"))
+    with pytest.raises(ContextLengthError):
+        await run(llm)
+
+
+# --- what the events carry ---
+
+
+async def test_model_call_events_carry_cost_usage_and_reply_facts() -> None:
+    events = Events()
+    await run(ScriptedLLM(echo(), done(), usage=Usage(7, 3)), events=events, cost=0.125)
+    assert [turn for turn, _ in events.model_calls] == [1, 2]
+    fields = events.model_calls[0][1]
+    assert fields == {
+        "latency_s": 0.25,
+        "usage": Usage(7, 3),
+        "cost_usd": 0.125,
+        "retries": 2,
+        "stop_reason": "end_turn",
+        "model": "fake-model-2025",
+    }
+
+
+async def test_tool_call_events_carry_server_duration_and_result() -> None:
+    events = Events()
+    executor = Executor(delay_s=0.05, is_error=True)
+    await run(ScriptedLLM(echo("a"), done()), events=events, executor=executor)
+    [(turn, fields)] = events.tool_calls
+    assert turn == 1
+    assert fields["tool"] == "echo" and fields["server"] == "tools"
+    assert fields["arguments"] == {"text": "a"}
+    assert fields["result"] == "echo said {'text': 'a'}" and fields["is_error"] is True
+    # At least the tool's own wait; far below a minute (a mutant adding the clock is not).
+    assert 0.05 <= fields["duration_s"] < 60
+
+
+async def test_retry_events_carry_the_turn_of_the_call_being_retried() -> None:
+    events = Events()
+    await run(ScriptedLLM(echo(), "RETRY" + done()), events=events)
+    assert events.retries == [(2, 1, "rate limited", 429, 0.5)]
+
+
+async def test_messages_and_results_are_fed_back_in_order() -> None:
+    events = Events()
+    llm_reply = echo("one") + "\n" + echo("two")
+    llm = ScriptedLLM(llm_reply, done())
+    await run(llm, events=events)
+    roles = [(role, turn) for role, _, turn in events.messages]
+    assert roles == [("assistant", 1), ("user", 1), ("assistant", 2)]
+    feedback = events.messages[1][1]
+    assert feedback == (
+        "[echo] Result:\necho said {'text': 'one'}\n\n[echo] Result:\necho said {'text': 'two'}"
+    )
+    assert llm.seen[1] == ["the task", llm_reply, feedback]
+
+
+async def test_a_malformed_call_is_reported_back_and_the_loop_goes_on() -> None:
+    events = Events()
+    executor = Executor()
+    llm = ScriptedLLM("<echo>\n<txt>a</txt>\n</echo>", done())
+    await run(llm, events=events, executor=executor)
+    assert executor.calls == []
+    assert "echo" in events.messages[1][1] and events.messages[1][0] == "user"
+
+
+async def test_attempt_completion_reports_failure_and_stops_running_calls() -> None:
+    executor = Executor()
+    llm = ScriptedLLM(done("could not", "failure") + "\n" + echo())
+    assert await run(llm, executor=executor) == Completion("could not", "failure")
+    assert executor.calls == []
+
+
+async def test_a_denied_tool_is_parsed_as_a_call_and_sent_to_the_executor() -> None:
+    executor = Executor()
+    events = Events()
+    await run(ScriptedLLM("<wipe>\n</wipe>", done()), executor=executor, events=events)
+    assert executor.calls == [("wipe", {})]
+    assert events.tool_calls[0][1]["server"] == "danger"
+
+
+async def test_a_completion_is_a_frozen_record() -> None:
+    completion = Completion("ok", "success")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        completion.result = "changed"  # type: ignore[misc]
+
+
+async def test_tool_call_durations_are_rounded_to_a_tenth_of_a_millisecond() -> None:
+    events = Events()
+    reply = "\n".join(echo(str(n)) for n in range(4))
+    await run(ScriptedLLM(reply, done()), events=events, executor=Executor(delay_s=0.0013))
+    durations = [fields["duration_s"] for _, fields in events.tool_calls]
+    assert len(durations) == 4
+    # A mutant rounding to 5 places passes this only if all four readings end in 0 there.
+    assert all(round(d, 4) == d for d in durations)
