@@ -47,7 +47,7 @@ def test_a_directory_given_to_a_file_tool_is_refused(files: Files, root: Path) -
 def test_a_worktrees_git_file_cannot_be_written(files: Files, root: Path) -> None:
     gitfile = root / ".git"
     gitfile.write_text("gitdir: /elsewhere/.git/worktrees/w\n", encoding="utf-8")
-    with pytest.raises(WorkspaceError, match=r"inside \.git/"):
+    with pytest.raises(WorkspaceError, match=r"is a \.git file"):
         files.write(".git", "gitdir: /tmp/evil\n")
     assert gitfile.read_text(encoding="utf-8") == "gitdir: /elsewhere/.git/worktrees/w\n"
 
