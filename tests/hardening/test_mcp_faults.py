@@ -154,10 +154,9 @@ def test_a_server_that_hangs_at_initialize_fails_after_the_startup_timeout(
 ) -> None:
     done = runs["hangs_at_initialize"]
     assert_outcome(done, 4, "error", "error")
+    # The message names the 1 s startup timeout that ended the wait (not the 30 s default). No
+    # wall-time assertion: on a loaded machine the duration is mostly the SDK's import.
     assert "within 1 s" in done.stderr + done.stdout
-    # Far below the 30 s default, which is all this can tell on a loaded machine: the duration
-    # also holds the MCP SDK's import, which the eight concurrent scenarios share two cores for.
-    assert done.task()["duration_s"] < 25
 
 
 def test_a_tool_that_hangs_times_out_as_an_error_result_and_the_session_goes_on(
@@ -168,7 +167,6 @@ def test_a_tool_that_hangs_times_out_as_an_error_result_and_the_session_goes_on(
     (slow, slow_text, slow_error), (echo, echo_text, echo_error) = tool_results(done)
     assert (slow, slow_error) == ("slow", True) and "timed out after 1 s" in slow_text
     assert (echo, echo_text, echo_error) == ("echo", "still here", False)
-    assert done.task()["duration_s"] < 15
 
 
 def test_a_server_that_dies_mid_call_is_restarted_and_the_next_call_works(
@@ -212,6 +210,7 @@ def test_a_server_that_floods_stderr_writes_it_to_its_file_without_slowing_the_r
         ("flood", "flooded 30.0 MB"),
         ("echo", "after the flood"),
     ]
+    # Not slowed: a runner that stopped draining stderr would leave the server blocked in its
+    # write, and the flood call would end as a tool timeout instead of its result above.
     stderr_log = next(done.out.rglob("test.stderr.log"))
     assert stderr_log.stat().st_size >= 50 * MB
-    assert done.task()["duration_s"] < 20
