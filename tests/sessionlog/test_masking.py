@@ -4,7 +4,7 @@ these hold whatever rule applies to short ones."""
 
 from __future__ import annotations
 
-from runner.redact import MASK, Redactor
+from runner.redact import MASK, Redactor, looks_secret, short_secret_warnings
 
 LONG = "abcdefgh1234"
 LONGER = "abcdefgh1234-tail"
@@ -62,3 +62,51 @@ def test_nested_lists_tuples_and_dicts_are_masked_and_other_values_kept() -> Non
         "t": True,
         "z": None,
     }
+
+
+def test_an_eight_character_secret_is_masked_inside_a_longer_word() -> None:
+    # 8 characters is the documented threshold for masking anywhere, not only where it stands alone.
+    assert Redactor(["abcd1234"]).text("xabcd1234y") == f"x{MASK}y"
+    assert Redactor(["abc1234"]).text("xabc1234y") == "xabc1234y"
+
+
+def test_a_secret_holding_a_quote_is_masked_whole_in_both_json_spellings() -> None:
+    import json
+
+    secret = 'pa"ss-w\u00f6rd'  # JSON escapes the quote; ensure_ascii also escapes the o-umlaut
+    redactor = Redactor([secret])
+    for ascii_only in (True, False):
+        line = json.dumps({"t": f"x {secret} y"}, ensure_ascii=ascii_only)
+        assert redactor.text(line) == json.dumps({"t": f"x {MASK} y"}, ensure_ascii=ascii_only)
+
+
+def test_a_longer_escaped_spelling_wins_over_a_shorter_secret_at_the_same_place() -> None:
+    import json
+
+    # `abcdefg\u` (9 characters) is a secret of its own and the start of the JSON spelling of
+    # `abcdefgé` (`abcdefg\u00e9`, 13): the longer match must win, or `00e9` is left behind.
+    redactor = Redactor(["abcdefg\\u", "abcdefg\u00e9"])
+    assert redactor.text(json.dumps("abcdefg\u00e9")) == f'"{MASK}"'
+
+
+def test_names_that_say_secret_and_names_that_do_not() -> None:
+    for name in ("GITHUB_TOKEN", "Authorization", "X-Api-Key", "DB_PASSWORD", "OAUTH_CLIENT"):
+        assert looks_secret(name) is True, name
+    for name in ("MODE", "PATH", "GIT_AUTHOR_NAME", "AUTHOR"):
+        assert looks_secret(name) is False, name
+    assert looks_secret("AUTHORIZE_URL") is True  # AUTHORI[SZ]E is about auth, AUTHOR is not
+
+
+def test_short_secret_warnings_name_each_short_value_and_never_the_value() -> None:
+    warnings = short_secret_warnings(
+        {"A": "abc", "B": "abcd", "C": "abcdefg", "D": "abcdefgh", "E": "x" * 40}
+    )
+    assert warnings == [
+        "warning: secret A is shorter than 4 characters and is not masked (too short to mask "
+        "without garbling every artifact)",
+        "warning: secret B is shorter than 8 characters: it is masked only where it stands "
+        "alone, not inside longer words",
+        "warning: secret C is shorter than 8 characters: it is masked only where it stands "
+        "alone, not inside longer words",
+    ]
+    assert short_secret_warnings({}) == []
