@@ -13,7 +13,8 @@ __all__ = ["save_prompt", "spill"]
 def spill(folder: Path, ref: str, text: str, cap: int, preview: int) -> tuple[str, str | None, int]:
     """`(text, None, size)` when `text` fits in `cap` UTF-8 bytes; else the whole text goes to
     `folder / ref` and the result is `(its first `preview` bytes, ref, size)`."""
-    data = text.encode("utf-8")
+    # A lone surrogate (see the writer) is kept as its `\udXXX` escape rather than crashing.
+    data = text.encode("utf-8", errors="backslashreplace")
     if len(data) <= cap:
         return text, None, len(data)
     target = folder / ref

@@ -5,6 +5,7 @@ Every string goes through the redactor before it reaches the disk. See docs/sess
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import re
@@ -120,7 +121,9 @@ class SessionLogWriter:
         try:
             sessions.mkdir(parents=True, exist_ok=True)
             # "x": two sessions must never share a file, even if an id were reused.
-            handle = path.open("x", encoding="utf-8", newline="\n")
+            # backslashreplace: a lone surrogate (JSON lets a model or server send "\ud83d"
+            # alone) cannot be UTF-8; written as `\ud83d` it is the JSON escape of itself.
+            handle = path.open("x", encoding="utf-8", errors="backslashreplace", newline="\n")
         except OSError as error:
             raise LogWriteError(path, error) from error
         writer = cls(
@@ -134,9 +137,10 @@ class SessionLogWriter:
             clock=clock,
         )
         try:
-            writer._write(line)
+            writer._write(line, keep=("session_id", "parent_id"))
         except LogWriteError:
-            handle.close()
+            with contextlib.suppress(OSError):  # closing retries the failed write; keep its error
+                handle.close()
             raise
         return writer
 
@@ -316,11 +320,13 @@ class SessionLogWriter:
         line = {"type": event_type, **fields, "ts": iso_utc(self._clock())}
         self._write(line)
 
-    def _write(self, line: dict[str, Any]) -> None:
+    def _write(self, line: dict[str, Any], keep: tuple[str, ...] = ()) -> None:
+        """Write one line, redacted but for the fields in `keep` (ids the runner made)."""
         assert self._handle is not None
         text = json.dumps(line, ensure_ascii=False, default=str)
         if self._redactor.may_be_in_json(text):
-            text = json.dumps(self._redactor.data(line), ensure_ascii=False, default=str)
+            redacted = {**self._redactor.data(line), **{key: line[key] for key in keep}}
+            text = json.dumps(redacted, ensure_ascii=False, default=str)
         # Readers that split with str.splitlines would break a line at these; JSON may escape them.
         text = text.translate(_LINE_BREAKS)
         try:

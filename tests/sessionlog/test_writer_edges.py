@@ -1,0 +1,207 @@
+"""SessionLogWriter edges the mutation run found unpinned (issue 21): the default spill cap, file
+numbering per kind, the log's own file handling, argument checks, and what a full disk does."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from runner.outcome import Totals
+from runner.redact import MASK, Redactor
+from runner.sessionlog import LogWriteError, SessionLogWriter, read_session, spilled_text
+from tests.sessionlog.scenarios import create, header
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _handles_on(path: Path) -> int:
+    """How many of this process's file descriptors are open on `path` (Linux /proc)."""
+    fds = Path("/proc/self/fd")
+    count = 0
+    for fd in fds.iterdir():
+        try:
+            count += Path(os.readlink(fd)) == path
+        except OSError:
+            continue  # the descriptor iterdir itself used, already closed
+    return count
+
+
+def _tool_call(w: SessionLogWriter, result: str) -> None:
+    w.tool_call(1, tool="t", server="s", arguments={}, result=result, is_error=False, duration_s=0)
+
+
+def test_the_default_cap_keeps_64_kib_inline_and_spills_one_byte_more(tmp_path: Path) -> None:
+    w = SessionLogWriter.create(tmp_path, header("cap", golden=False), Redactor())
+    _tool_call(w, "a" * 65536)
+    _tool_call(w, "b" * 65537)
+    w.check("make", 1, "c" * 65537, 1)
+    inline, spilled, check = read_session(w.path).events
+    assert inline["result_ref"] is None
+    assert spilled["result_ref"] == f"{w.session_id}/tool-results/2.txt"
+    assert check["output_ref"] == f"{w.session_id}/check-output/1.txt"
+    assert w.out_dir == tmp_path
+
+
+def test_spill_files_are_numbered_per_kind_one_after_another(tmp_path: Path) -> None:
+    w = create(tmp_path, "numbering", golden=False)  # a 256-byte cap
+    _tool_call(w, "first " * 100)
+    _tool_call(w, "second " * 100)
+    w.check("pytest", 1, "one " * 100, 1)
+    w.check("pytest", 0, "two " * 100, 2)
+    events = read_session(w.path).events
+    refs = [e.get("result_ref") or e.get("output_ref") for e in events]
+    sid = w.session_id
+    assert refs == [
+        f"{sid}/tool-results/1.txt",
+        f"{sid}/tool-results/2.txt",
+        f"{sid}/check-output/1.txt",
+        f"{sid}/check-output/2.txt",
+    ]
+    assert [spilled_text(w.path, e).split()[0] for e in events] == ["first", "second", "one", "two"]
+
+
+def test_usage_counts_default_to_zero_and_not_estimated(tmp_path: Path) -> None:
+    w = create(tmp_path, "usage", golden=False)
+    w.model_call(
+        1, latency_s=0.1, usage={"input_tokens": 7}, cost_usd=None, retries=0, stop_reason=None,
+        model="m",
+    )  # fmt: skip
+    (event,) = read_session(w.path).events
+    assert event["usage"] == {
+        "input_tokens": 7,
+        "output_tokens": 0,
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
+        "estimated": False,
+    }
+
+
+def test_a_message_role_or_compaction_kind_outside_the_format_is_refused(tmp_path: Path) -> None:
+    w = create(tmp_path, "refused", golden=False)
+    with pytest.raises(ValueError, match="role must be user or assistant"):
+        w.message("system", "x", 0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="kind must be"):
+        w.compaction(1, kind="trim", before_tokens=2, after_tokens=1, messages=[])  # type: ignore[arg-type]
+    w.close()
+    assert read_session(w.path).events == []
+
+
+def test_a_given_session_and_parent_id_are_kept_even_when_they_hold_a_secret(
+    tmp_path: Path,
+) -> None:
+    # Ids name files and link sessions: they are made by the runner, and masking one would break
+    # the file name (`***` is refused) and the link to the parent.
+    given = header("ids", golden=True, parent_id="20250101T000000Z-parent-a1b2c3")
+    w = SessionLogWriter.create(tmp_path, given, Redactor(["a1b2c3"]))
+    w.message("user", "the code is a1b2c3", 0)
+    w.close()
+    record = read_session(w.path)
+    assert record.header["session_id"] == "20250101T000000Z-ids-a1b2c3" == w.session_id
+    assert record.header["parent_id"] == "20250101T000000Z-parent-a1b2c3"
+    assert record.events[0]["content"] == f"the code is {MASK}"
+
+
+def test_many_sessions_share_one_out_folder_and_a_reused_id_is_refused(tmp_path: Path) -> None:
+    first = SessionLogWriter.create(tmp_path, header("shared", golden=True), Redactor())
+    second = create(tmp_path, "shared-two", golden=False)
+    assert first.path.parent == second.path.parent == tmp_path / "sessions"
+    with pytest.raises(LogWriteError, match="shared"):
+        SessionLogWriter.create(tmp_path, header("shared", golden=True), Redactor())
+    first.close()
+    second.close()
+
+
+def test_a_sessions_path_that_is_a_file_gives_log_write_error(tmp_path: Path) -> None:
+    (tmp_path / "sessions").write_text("", encoding="utf-8")
+    with pytest.raises(LogWriteError, match="sessions"):
+        create(tmp_path, "blocked", golden=False)
+
+
+def test_the_log_file_is_closed_after_end_and_after_close(tmp_path: Path) -> None:
+    ended = create(tmp_path, "ended", golden=False)
+    assert _handles_on(ended.path) == 1
+    ended.end("passed", "done", Totals())
+    assert _handles_on(ended.path) == 0
+    closed = create(tmp_path, "closed", golden=False)
+    closed.close()
+    closed.close()  # twice is harmless
+    assert _handles_on(closed.path) == 0
+
+
+def test_non_ascii_text_is_written_as_itself(tmp_path: Path) -> None:
+    w = create(tmp_path, "utf8", golden=False)
+    w.message("user", "café ✓", 0)
+    w.message("user", "café and sk-test-SECRET-4f9a2c", 0)  # the redacted line too
+    w.close()
+    raw = w.path.read_text(encoding="utf-8")
+    assert '"café ✓"' in raw
+    assert f'"café and {MASK}"' in raw
+
+
+def test_a_lone_surrogate_from_a_model_or_server_is_logged_not_a_crash(tmp_path: Path) -> None:
+    # JSON lets a model or server send "\ud83d" alone (half an emoji cut between stream chunks);
+    # UTF-8 cannot encode it, and the log once failed the task with UnicodeEncodeError.
+    w = create(tmp_path, "surrogate", golden=False)
+    w.message("assistant", "half \ud83d of an emoji", 1)
+    _tool_call(w, "\udcff" * 300)  # over the scenario's cap: spilled too
+    w.close()
+    message, call = read_session(w.path).events
+    assert message["content"] == "half \ud83d of an emoji"
+    assert spilled_text(w.path, call) == "\\udcff" * 300
+
+
+_FULL_DISK = textwrap.dedent(
+    """
+    import os, resource, signal, sys
+    from pathlib import Path
+    from runner.redact import Redactor
+    from runner.sessionlog import LogWriteError, SessionLogWriter
+    from tests.sessionlog.scenarios import header
+
+    out = Path(sys.argv[1])
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # over the limit: EFBIG, as a full disk gives
+    w = SessionLogWriter.create(out, header("full", golden=False), Redactor())
+    resource.setrlimit(resource.RLIMIT_FSIZE, (w.path.stat().st_size + 10, resource.RLIM_INFINITY))
+    for step in (lambda: w.message("user", "x" * 100, 0), w.close):
+        try:
+            step()
+            print("no error")
+        except LogWriteError as error:
+            print("LogWriteError", "File too large" in str(error))
+    fds = len(os.listdir("/proc/self/fd"))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (200, resource.RLIM_INFINITY))
+    try:
+        SessionLogWriter.create(out, header("full-header", golden=False), Redactor())
+        print("no error")
+    except LogWriteError as error:
+        print("LogWriteError", "full-header" in str(error))
+    print("handles left open:", len(os.listdir("/proc/self/fd")) - fds)
+    """
+)
+
+
+def test_a_full_disk_gives_log_write_error_and_leaves_no_file_open(tmp_path: Path) -> None:
+    # A file size limit makes writes fail with EFBIG, as a full disk would, in a process of its own.
+    done = subprocess.run(
+        [sys.executable, "-c", _FULL_DISK, str(tmp_path)],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", str(REPO))},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    # The failed event, then the close that retries its buffered bytes, then a header that
+    # does not fit: each a LogWriteError naming the file, and no handle left behind.
+    assert done.stdout.splitlines() == [
+        "LogWriteError True",
+        "LogWriteError True",
+        "LogWriteError True",
+        "handles left open: 0",
+    ]
