@@ -105,8 +105,11 @@ def _coerce(text: str, schema: Any, root: Mapping[str, Any], depth: int) -> Any:
         return _first_branch(text, branches, root, depth)
     if isinstance(node.get("allOf"), list) and not _types(node):
         # Every part must hold, so the parts' types (merged) decide the conversion.
+        # A part's own `allOf` is kept for the next round (the node's is used up); the depth
+        # bound ends a part that refers back to the node.
         merged = {k: v for part in node["allOf"] for k, v in _resolve(part, root).items()}
-        return _coerce(text, {**merged, **node, "allOf": None}, root, depth + 1)
+        rest = {k: v for k, v in node.items() if k != "allOf"}
+        return _coerce(text, {**merged, **rest}, root, depth + 1)
     types = _types(node)
     if not types:
         return _untyped(text)
@@ -404,7 +407,9 @@ def _schema_failures() -> tuple[type[Exception], ...]:
     from referencing.exceptions import Unresolvable
 
     exceptions = _jsonschema().exceptions
-    return (exceptions.SchemaError, exceptions.UnknownType, Unresolvable, LookupError, TypeError)
+    # RecursionError: a schema whose `$ref` leads back into itself with nothing in between.
+    failures = (exceptions.SchemaError, exceptions.UnknownType, Unresolvable, LookupError)
+    return (*failures, TypeError, RecursionError)
 
 
 def _first_problem(value: Any, branch: Any, root: Mapping[str, Any]) -> str | None:

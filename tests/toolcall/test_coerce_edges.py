@@ -1,0 +1,144 @@
+"""Coercion rules the mutation run found unpinned (issue 21): the bounds on `$ref` chains and
+nesting, `const`, `allOf`, unsupported types, messages, and the short form of a slot's schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from runner.toolcall.coerce import CoercionError, coerce_arguments, coerce_value, describe_schema
+
+
+def _nested_any_of(levels: int) -> dict[str, Any]:
+    node: dict[str, Any] = {"type": "string"}
+    for _ in range(levels):
+        node = {"anyOf": [node]}
+    return node
+
+
+def _ref_chain(refs: int) -> dict[str, Any]:
+    """A slot reached through `refs` `$ref`s: #/$defs/d0 -> d1 -> ... -> a string."""
+    defs: dict[str, Any] = {f"d{i}": {"$ref": f"#/$defs/d{i + 1}"} for i in range(refs - 1)}
+    defs[f"d{refs - 1}"] = {"type": "string"}
+    return {"$ref": "#/$defs/d0", "$defs": defs}
+
+
+def test_nesting_up_to_32_levels_is_followed_and_deeper_is_not() -> None:
+    # 32 nested anyOfs still reach the string slot; at 33 the slot counts as untyped (parsed as
+    # JSON), so "5" becomes 5, which the string branch then refuses.
+    assert coerce_value("5", _nested_any_of(32)) == "5"
+    assert coerce_arguments({"a": "5"}, {"properties": {"a": _nested_any_of(32)}}) == {"a": "5"}
+    with pytest.raises(CoercionError, match="fits none"):
+        coerce_value("5", _nested_any_of(33))
+    with pytest.raises(CoercionError, match="fits none"):
+        coerce_arguments({"a": "5"}, {"properties": {"a": _nested_any_of(33)}})
+
+
+def test_a_ref_chain_is_followed_for_31_refs_and_given_up_after() -> None:
+    # Given up, a slot has no type: its text is parsed as JSON when it is JSON.
+    assert coerce_value("5", _ref_chain(31)) == "5"
+    assert coerce_value("5", _ref_chain(32)) == 5
+
+
+def test_a_ref_that_leads_back_to_itself_is_a_slot_of_any_value() -> None:
+    looping = {"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/a"}}}
+    assert coerce_value("[1]", looping) == [1]
+    assert describe_schema(looping) == "any JSON value or text"
+
+
+def test_a_ref_without_root_resolves_in_the_schema_itself() -> None:
+    slot = {"$ref": "#/$defs/s", "$defs": {"s": {"type": "string"}}}
+    assert coerce_value("5", slot) == "5"
+    assert describe_schema(slot) == "string"
+
+
+def test_a_remote_ref_is_ignored_and_its_siblings_decide() -> None:
+    assert coerce_value("5", {"$ref": "https://example.com/s.json", "type": "string"}) == "5"
+
+
+def test_a_const_slot_takes_its_one_value() -> None:
+    assert coerce_value("5", {"const": 5}) == 5
+    assert coerce_value("go", {"const": "go"}) == "go"
+    with pytest.raises(CoercionError, match="expected one of: 5; got '6'"):
+        coerce_value("6", {"const": 5})
+
+
+def test_all_of_parts_decide_the_type_also_when_nested() -> None:
+    assert coerce_value("5", {"allOf": [{"type": "string"}]}) == "5"
+    assert coerce_value("5", {"allOf": [{"allOf": [{"type": "string"}]}]}) == "5"
+    schema = {"properties": {"a": {"allOf": [{"allOf": [{"type": "string"}]}]}}}
+    assert coerce_arguments({"a": "5"}, schema) == {"a": "5"}
+    deep: dict[str, Any] = {"type": "string"}
+    for _ in range(15):
+        deep = {"allOf": [deep]}
+    assert coerce_value("5", deep) == "5"
+
+
+def test_an_all_of_that_refers_back_to_itself_ends() -> None:
+    root = {
+        "properties": {"a": {"$ref": "#/$defs/x"}},
+        "$defs": {"x": {"allOf": [{"$ref": "#/$defs/x"}]}},
+    }
+    # No type is ever found: the value is parsed as JSON; jsonschema, which would recurse
+    # forever on this schema, is not allowed to crash the call.
+    assert coerce_value("5", {"$ref": "#/$defs/x"}, root) == 5
+    assert coerce_arguments({"a": "5"}, root) == {"a": 5}
+
+
+def test_properties_without_a_type_mean_an_object() -> None:
+    assert coerce_value('{"k": 1}', {"properties": {"k": {}}}) == {"k": 1}
+    with pytest.raises(CoercionError, match="expected a JSON object"):
+        coerce_value("x", {"properties": {"k": {}}})
+    assert describe_schema({"properties": {}}) == "JSON object"
+
+
+def test_the_messages_of_a_nullable_type_an_unsupported_type_and_only_null() -> None:
+    with pytest.raises(CoercionError) as caught:
+        coerce_value("x", {"type": ["null", "integer"]})
+    assert caught.value.problems == ["expected an integer (like 42), got 'x'"]
+    with pytest.raises(CoercionError) as caught:
+        coerce_value("x", {"type": ["strin"]})
+    assert caught.value.problems == ["unsupported type 'strin'"]
+    with pytest.raises(CoercionError) as caught:
+        coerce_value("x", {"type": ["null"]})
+    assert caught.value.problems == ["expected null (write null or leave it empty), got 'x'"]
+
+
+def test_an_any_of_without_null_keeps_an_empty_or_null_text() -> None:
+    slot = {"anyOf": [{"type": "string"}, {"type": "integer"}]}
+    assert coerce_value("", slot) == ""
+    assert coerce_value("null", slot) == "null"
+
+
+def test_a_branch_that_coerces_but_does_not_validate_says_why() -> None:
+    with pytest.raises(CoercionError) as caught:
+        coerce_value("5", {"anyOf": [{"type": "integer", "minimum": 10}]})
+    assert caught.value.problems == [
+        "fits none of the allowed forms: 5 is less than the minimum of 10"
+    ]
+
+
+def test_a_long_value_is_cut_at_80_characters_in_a_message() -> None:
+    with pytest.raises(CoercionError) as caught:
+        coerce_value("x" * 81, {"type": "integer"})
+    assert caught.value.problems == [f"expected an integer (like 42), got '{'x' * 80}...'"]
+    with pytest.raises(CoercionError) as caught:
+        coerce_value("x" * 80, {"type": "integer"})
+    assert caught.value.problems == [f"expected an integer (like 42), got '{'x' * 80}'"]
+
+
+@pytest.mark.parametrize(
+    ("schema", "form"),
+    [
+        ({}, "any JSON value or text"),
+        ({"type": "array"}, "JSON array"),
+        ({"type": ["object", "null"]}, "JSON object or null"),
+        ({"enum": ["a", 1, None]}, "a|1|null"),
+        ({"oneOf": [{"type": "integer"}, {"type": "array"}]}, "integer or JSON array"),
+        ({"anyOf": [{"$ref": "#/$defs/n"}, {"type": "null"}], "$defs": {"n": {"type": "number"}}},
+         "number or null"),
+    ],
+)  # fmt: skip
+def test_describe_schema_gives_the_short_form_of_a_slot(schema: dict[str, Any], form: str) -> None:
+    assert describe_schema(schema) == form
