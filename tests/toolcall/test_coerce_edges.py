@@ -142,3 +142,10 @@ def test_a_long_value_is_cut_at_80_characters_in_a_message() -> None:
 )  # fmt: skip
 def test_describe_schema_gives_the_short_form_of_a_slot(schema: dict[str, Any], form: str) -> None:
     assert describe_schema(schema) == form
+
+
+def test_items_without_a_type_mean_an_array() -> None:
+    assert coerce_value("[1]", {"items": {}}) == [1]
+    with pytest.raises(CoercionError, match="expected a JSON array"):
+        coerce_value("x", {"items": {}})
+    assert describe_schema({"items": {"type": "string"}}) == "JSON array"
