@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 
-from runner.toolcall.coerce import CoercionError, coerce_arguments, coerce_value, describe_schema
+from runner.toolcall.coerce import (
+    CoercionError,
+    _plainly_valid,
+    coerce_arguments,
+    coerce_value,
+    describe_schema,
+)
 
 
 def _nested_any_of(levels: int) -> dict[str, Any]:
@@ -149,3 +155,17 @@ def test_items_without_a_type_mean_an_array() -> None:
     with pytest.raises(CoercionError, match="expected a JSON array"):
         coerce_value("x", {"items": {}})
     assert describe_schema({"items": {"type": "string"}}) == "JSON array"
+
+
+def test_the_fast_path_vouches_only_for_what_certainly_fits() -> None:
+    assert _plainly_valid({"x": True}, {"properties": {"x": {"type": "number"}}}) is False
+    assert _plainly_valid({"x": 2.5}, {"properties": {"x": {"type": "number"}}}) is True
+    assert _plainly_valid({}, {"type": "object", "minProperties": 1}) is False  # not plain
+    assert _plainly_valid({"z": 1}, {"properties": {}}) is True  # extra properties allowed
+    assert _plainly_valid({"z": 1}, {"properties": {}, "additionalProperties": False}) is False
+    assert _plainly_valid({"a": "x"}, {"type": "string", "properties": {}}) is False
+
+
+def test_arguments_for_a_root_that_is_not_an_object_are_refused_by_jsonschema() -> None:
+    with pytest.raises(CoercionError, match="is not of type 'string'"):
+        coerce_arguments({"a": "x"}, {"type": "string", "properties": {"a": {"type": "string"}}})
