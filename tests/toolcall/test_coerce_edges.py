@@ -164,6 +164,10 @@ def test_the_fast_path_vouches_only_for_what_certainly_fits() -> None:
     assert _plainly_valid({"z": 1}, {"properties": {}}) is True  # extra properties allowed
     assert _plainly_valid({"z": 1}, {"properties": {}, "additionalProperties": False}) is False
     assert _plainly_valid({"a": "x"}, {"type": "string", "properties": {}}) is False
+    assert _plainly_valid({}, {"properties": {"a": {}}, "required": ["a"]}) is False
+    assert _plainly_valid({}, {"properties": {"a": {}}, "required": "a"}) is False
+    assert _plainly_valid({"a": 1}, {"properties": {"a": {"type": "string"}}}) is False
+    assert _plainly_valid({"a": 1}, {"properties": {"a": {"enum": [1]}}, "required": ["a"]}) is True
 
 
 def test_arguments_for_a_root_that_is_not_an_object_are_refused_by_jsonschema() -> None:
