@@ -180,7 +180,9 @@ _FULL_DISK = textwrap.dedent(
         print("no error")
     except LogWriteError as error:
         print("LogWriteError", "full-header" in str(error))
-    print("handles left open:", len(os.listdir("/proc/self/fd")) - fds)
+        # Counted here, while the error's traceback still holds the writer's frame: a handle
+        # left to the garbage collector would still be open.
+        print("handles left open:", len(os.listdir("/proc/self/fd")) - fds)
     """
 )
 
