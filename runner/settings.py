@@ -122,6 +122,8 @@ class Settings(BaseSettings):
     """Extra or overriding entries of the model table, keyed by model name."""
     extensions: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """MCP servers for every task; a task's own `extensions` are merged over these."""
+    hooks: dict[str, Any] = Field(default_factory=dict)
+    """Hooks for every task, run before a task's own (validated like a task's `hooks:`)."""
     prompts: list[Path] = Field(default_factory=list)
     """Extra prompt section folders, after the defaults and before the task's own."""
     out: Path = Path("agent-runs")

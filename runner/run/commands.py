@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from runner.errors import ConfigError, ExitCode, TaskFileError
+from runner.run.features import feature_problems, with_config_hooks
 from runner.settings import Settings, environ, load_settings
 from runner.task import Task, discover_task_files, load_tasks
 
@@ -18,7 +19,8 @@ def load_selected_tasks(
 ) -> list[Task]:
     """Discover and load tasks with the config's extensions and the process environment."""
     files = discover_task_files(paths)
-    return load_tasks(files, params=params, config_extensions=settings.extensions, env=environ())
+    tasks = load_tasks(files, params=params, config_extensions=settings.extensions, env=environ())
+    return with_config_hooks(tasks, settings.hooks)
 
 
 def check_sections(task: Task, settings: Settings) -> None:
@@ -31,6 +33,9 @@ def check_sections(task: Task, settings: Settings) -> None:
         )
     except ConfigError as exc:
         raise ConfigError(f"{task.file}:{task.line}: task {task.name!r}: {exc}") from None
+    problems = feature_problems(task)  # skills and permission rules
+    if problems:
+        raise TaskFileError(problems)
 
 
 def validate(paths: Sequence[str], params: Mapping[str, str], config: Path | None) -> int:
@@ -38,13 +43,13 @@ def validate(paths: Sequence[str], params: Mapping[str, str], config: Path | Non
     settings = load_settings(config_file=config)
     try:
         tasks = load_selected_tasks(paths, params, settings)
+        for task in tasks:
+            check_sections(task, settings)
     except TaskFileError as exc:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
         print(f"{len(exc.problems)} problem(s) found", file=sys.stderr)
         return ExitCode.USAGE
-    for task in tasks:
-        check_sections(task, settings)
     files = {task.file for task in tasks}
     print(f"ok: {len(tasks)} task(s) in {len(files)} file(s)")
     return ExitCode.OK
@@ -57,10 +62,13 @@ def print_prompt(
     settings = load_settings(config_file=config)
     tasks = load_selected_tasks([path], params, settings)
     task = _pick(tasks, name, path)
+    from runner.run.features import offered_tools, task_skills
     from runner.run.session_tools import list_task_tools, task_system_prompt
 
     tools = list_task_tools(task, settings)
-    sys.stdout.write(task_system_prompt(task, settings, tools, environ()))
+    skills = task_skills(task)
+    tools = offered_tools(task, tools, tools, skills)
+    sys.stdout.write(task_system_prompt(task, settings, tools, environ(), skills))
     return ExitCode.OK
 
 

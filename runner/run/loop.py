@@ -193,7 +193,7 @@ async def _run_items(
             budget.turns,
             tool=item.name,
             server=by_name[item.name].server,
-            arguments=item.arguments,
+            arguments=item.arguments if result.arguments is None else result.arguments,
             result=result.text,
             is_error=result.is_error,
             duration_s=round(time.monotonic() - started, 4),

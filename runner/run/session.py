@@ -21,6 +21,8 @@ from runner.redact import Redactor
 from runner.run.budget import Budget, LimitExceeded, RunBudget
 from runner.run.checks import expect_problem, feedback_for_check, run_check
 from runner.run.compaction import Compactor
+from runner.run.features import end_hooks, guarded, offered_tools, start_hooks, task_skills
+from runner.run.hooks import HookRunner, stop_feedback
 from runner.run.loop import AgentGaveUp, Completion, run_loop
 from runner.run.session_tools import task_system_prompt
 from runner.sessionlog import LogWriteError, SessionLogWriter
@@ -72,6 +74,9 @@ class _State:
     started: float = field(default_factory=time.monotonic)
     early_warnings: list[str] = field(default_factory=list)
     """Hub warnings from before the log existed (servers start first); written once it opens."""
+    hooks: HookRunner | None = None
+    executor: Any = None
+    """The loop's tool executor when the task has hooks, skills or permissions (else the hub)."""
 
 
 async def run_task(
@@ -113,6 +118,8 @@ async def run_task(
         ctx.say(redactor.text(traceback.format_exc()))
     totals = _totals(state)
     result = state.completion.result if state.completion else ""
+    if status != "interrupted" and state.log is not None and not state.log.ended:
+        await end_hooks(state.hooks, status, reason)  # not on the way out after a signal
     lost = _end_log(state, status, reason, totals, result, kind)
     if lost is not None and code in (ExitCode.OK, ExitCode.FAILED, ExitCode.BUDGET):
         # The outcome stands in JUnit and the summary, but the log that backs it is incomplete.
@@ -195,10 +202,20 @@ async def _run(
     )
     try:
         async with hub:  # stops every server on the way out, cancellation included
-            tools = hub.allowed_tools
-            system = task_system_prompt(task, settings, tools, ctx.env)
+            skills = task_skills(task)
+            tools = offered_tools(task, hub.tools, hub.allowed_tools, skills)
+            system = task_system_prompt(task, settings, tools, ctx.env, skills)
             _open_log(task, llm, ctx, state, redactor, system, tools, resume)
             _warn_on_tool_drift(resume, tools, state, ctx)
+            state.hooks = start_hooks(
+                task,
+                ctx.env,
+                state.log,
+                lambda line: _warn(ctx, redactor, line),
+                tools,
+                lambda: state.budget.turns,
+            )
+            state.executor = guarded(task, hub, tools, skills, state.hooks)
             # Everything imported and built so far lives for the whole run; the collector need not
             # walk it again. Without this, every full collection walks the SDKs' ~200k objects and
             # stalls a turn for over 100 ms.
@@ -275,15 +292,16 @@ async def _converse(
     def cost_of(usage: Usage) -> float:
         return cost_usd(usage, info)
 
+    opening = await state.hooks.session_start() if state.hooks else ""
     if resume is None:
-        messages = [Message("user", task.prompt)]
-        log.message("user", task.prompt, 0)
+        messages = [Message("user", task.prompt + opening)]
+        log.message("user", task.prompt + opening, 0)
     else:
         log.resume(
             resume.parent_id, [{"role": m.role, "content": m.content} for m in resume.messages]
         )
-        messages = [*resume.messages, Message("user", resume.message)]
-        log.message("user", resume.message, 0)
+        messages = [*resume.messages, Message("user", resume.message + opening)]
+        log.message("user", resume.message + opening, 0)
     compactor = Compactor(
         llm=llm,
         system=system,
@@ -304,7 +322,7 @@ async def _converse(
                     system=system,
                     messages=messages,
                     tools=tools,
-                    executor=hub,
+                    executor=state.executor or hub,
                     events=log,
                     budget=state.budget,
                     compactor=compactor,
@@ -335,6 +353,13 @@ async def _judge(
     """None when the completion passes; else (kind, reason, feedback for the agent)."""
     assert state.completion is not None and state.log is not None
     success = task.spec.success
+    refusal = await state.hooks.stop(state.completion.result) if state.hooks else None
+    if refusal is not None:
+        return (
+            "stop_hook",
+            f"a stop hook refused the completion: {refusal}",
+            stop_feedback(refusal, attempts_left),
+        )
     problem = expect_problem(state.completion.result, success.expect)
     if problem is not None:
         feedback = (
@@ -359,6 +384,10 @@ _PROVIDER_KEYS = {
     "AGENT_RUNNER_OPENAI_API_KEY",
     "AGENT_RUNNER_ANTHROPIC_API_KEY",
 }
+
+
+def _warn(ctx: RunContext, redactor: Redactor, line: str) -> None:
+    ctx.say(redactor.text(f"warning: {line}"))
 
 
 def _hub_event(state: _State, ctx: RunContext, redactor: Redactor, event: Any) -> None:

@@ -3,24 +3,34 @@
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from runner.settings import Settings, environ
 from runner.task import Task
 from runner.toolcall import ToolSpec
 
+if TYPE_CHECKING:
+    from runner.prompt import Skill
+
 __all__ = ["list_task_tools", "task_system_prompt"]
 
 
 def task_system_prompt(
-    task: Task, settings: Settings, tools: list[ToolSpec], env: dict[str, str]
+    task: Task,
+    settings: Settings,
+    tools: list[ToolSpec],
+    env: dict[str, str],
+    skills: Sequence[Skill] = (),
 ) -> str:
-    """The system prompt of `task` offering `tools`, exactly as a run renders it."""
-    from runner.prompt import build_sections, host_facts, render_sections
+    """The system prompt of `task` offering `tools` (and `skills`), exactly as a run renders it."""
+    from runner.prompt import build_sections, host_facts, render_sections, skills_section
 
     servers: dict[str, list[ToolSpec]] = {}
     for spec in tools:
-        servers.setdefault(spec.server, []).append(spec)
+        if spec.server:  # the runner's own tools (load_skill) belong to no server
+            servers.setdefault(spec.server, []).append(spec)
     sections = build_sections(
         workdir=task.workdir,
         prompt_dirs=[*settings.prompts, *task.prompt_dirs],
@@ -29,6 +39,9 @@ def task_system_prompt(
         tools=tools,
         facts=host_facts(env),
     )
+    if skills:  # after the dynamic sections, before the tool catalogue
+        at = next(i for i, section in enumerate(sections) if section.title == "MCP SERVERS")
+        sections.insert(at, skills_section(skills))
     return render_sections(sections)
 
 

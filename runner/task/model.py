@@ -8,6 +8,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from runner.mcp import ToolPolicy
+from runner.task.hooks import Hooks
+from runner.task.permissions import Permissions
 
 __all__ = [
     "Duration",
@@ -136,6 +138,12 @@ class TaskSpec(_Strict):
     """Budgets."""
     success: Success = Success()
     """How the result is judged."""
+    hooks: Hooks = Hooks()
+    """Shell commands run at tool calls and session events (after the config file's)."""
+    skills: list[str] = Field(default_factory=list)
+    """Folders of `<name>/SKILL.md` skills, relative to the task file."""
+    permissions: Permissions = Permissions()
+    """`TOOL(GLOB)` rules over the calls' main arguments; deny wins."""
     tool_mode: Literal["xml", "native"] = "xml"
     """How tool calls are made: XML in text (default) or the provider's native tool API."""
 

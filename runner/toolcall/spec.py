@@ -5,6 +5,7 @@ Kept free of any SDK so that the prompt builder and the loop can use them withou
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,8 @@ class ToolResult:
 
     text: str
     is_error: bool = False
+    arguments: Mapping[str, Any] | None = None
+    """The arguments the call ran with, when a pre_tool hook rewrote the model's; else None."""
 
 
 ATTEMPT_COMPLETION = ToolSpec(

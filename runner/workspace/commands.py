@@ -17,6 +17,7 @@ import anyio
 
 from runner.workspace.files import is_binary, walk
 from runner.workspace.paths import Confinement, WorkspaceError
+from runner.workspace.shell import open_shell
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -118,14 +119,13 @@ class Commands:
         return f"{status}\n{_capped(text, log)}"
 
     async def _run(self, command: str, out: int, timeout: float) -> tuple[int | None, bool]:
-        process = await anyio.open_process(
-            ["/bin/sh", "-c", command],
+        process = await open_shell(
+            command,
+            cwd=self.paths.root,
+            env=self._env,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
-            cwd=self.paths.root,
-            env=self._env,
-            start_new_session=True,
         )
         if self._watcher is not None:
             self._watcher.watch(process.pid)
