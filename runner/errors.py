@@ -41,6 +41,7 @@ _SEVERITY = (
     ExitCode.SIGTERM,
     ExitCode.SIGINT,
     ExitCode.INTERNAL,
+    ExitCode.USAGE,  # a configuration error found once a task started (a rule naming no tool)
     ExitCode.INFRASTRUCTURE,
     ExitCode.FAILED,
     ExitCode.BUDGET,
@@ -49,7 +50,8 @@ _SEVERITY = (
 
 
 def worst_exit_code(codes: list[ExitCode]) -> ExitCode:
-    """The single exit code for a run of several tasks: 3, 4, 1, 5, 0 (interrupts win over all)."""
+    """The single exit code for a run of several tasks: 3, 4, 1, 5, 0 (interrupts win over all;
+    a configuration error a task found once it started, 2, comes right after 3)."""
     for code in _SEVERITY:
         if code in codes:
             return code

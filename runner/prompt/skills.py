@@ -175,7 +175,8 @@ def _parse(file: Path, folder: Path, text: str, problems: list[Problem]) -> Skil
     try:
         meta = yaml.safe_load("".join(lines[1:end]))
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
+        # Where the broken value starts (an unclosed bracket is noticed only at the end).
+        mark = getattr(exc, "context_mark", None) or getattr(exc, "problem_mark", None)
         line = mark.line + 2 if mark is not None else 1
         problems.append(Problem(str(file), line, 1, "", "the front matter is not valid YAML"))
         return None
