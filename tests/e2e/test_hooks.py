@@ -67,7 +67,7 @@ SCENARIOS = {
         task=_task(
             {
                 "post_tool": [
-                    {"match": ["write_to_file"], "run": "echo \"FORMATTED $(wc -c < a.txt) bytes\""},
+                    {"match": ["write_to_file"], "run": 'echo "FORMATTED $(wc -c < a.txt) bytes"'},
                     {"match": ["read_file"], "run": "echo NEVER FOR WRITES"},
                 ]
             }
@@ -227,4 +227,3 @@ def test_every_hook_run_is_a_valid_hook_event(runs):
     for name, done in runs.items():
         assert _hooks(done), name
         assert log_schema_errors(done.log().path) == [], name
-
