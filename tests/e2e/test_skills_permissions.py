@@ -130,7 +130,7 @@ def test_skills_are_listed_by_description_only_then_loaded(runs):
     assert "# SKILLS" in system
     assert "- release-notes: Write release notes from the git history." in system
     assert "STEP ONE" not in system
-    body, template, escape, workdir_skill = _results(done)
+    body, template, escape, _ = _results(done)
     assert "STEP ONE of the release-notes skill" in body["result"]
     assert "template.md" in body["result"]  # the files the skill can load are named
     assert "TEMPLATE LINE" in template["result"]
