@@ -60,3 +60,18 @@ def test_prompt_with_a_required_server_that_fails_exits_4(run_cli, tmp_path):
     result = run_cli("prompt", str(task))
     assert result.returncode == 4
     assert "broken" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_prompt_lists_skills_before_the_catalogue_and_offers_load_skill(run_cli):
+    guarded = REPO / "examples" / "tasks" / "guarded-fix.yaml"
+    result = run_cli("prompt", str(guarded))
+    assert result.returncode == 0, result.stderr
+    found = titles(result.stdout)
+    assert found.index("SKILLS") == found.index("MCP SERVERS") - 1
+    assert "- python-testing: How to run and read this project's Python unit tests" in result.stdout
+    assert "Run `python -m unittest -q` in the project folder" not in result.stdout  # the body
+    assert "## load_skill" in result.stdout
+    assert (
+        "- workspace: " in result.stdout
+        and "load_skill" not in result.stdout.split("# TOOL USE")[0].split("# MCP SERVERS")[1]
+    )
