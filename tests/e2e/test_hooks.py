@@ -106,11 +106,13 @@ SCENARIOS = {
         task=_task(
             {
                 "session_start": [
-                    {"run": 'echo "TASK CONTEXT for $AGENT_RUNNER_EVENT"; env > env.txt'}
+                    {"run": 'echo "TASK CONTEXT for $AGENT_RUNNER_EVENT"; env > env.txt'},
+                    {"run": "cat key.txt >&2"},  # a secret in a hook's output
                 ],
                 "session_end": [{"run": "cat > ended.json; exit 7"}],
             }
         ),
+        files={"key.txt": f"the key is {API_KEY}\n"},
         extra_files={
             "agent-runner.yaml": "hooks:\n  session_start: [{run: 'echo CONFIG CONTEXT'}]\n"
         },
@@ -227,3 +229,17 @@ def test_every_hook_run_is_a_valid_hook_event(runs):
     for name, done in runs.items():
         assert _hooks(done), name
         assert log_schema_errors(done.log().path) == [], name
+
+
+def test_a_secret_a_hook_prints_is_masked_in_the_log(runs):
+    done = runs["session"]
+    (leaky,) = [h for h in _hooks(done) if h["command"] == "cat key.txt >&2"]
+    assert leaky["stderr"] == "the key is ***\n"
+    assert API_KEY not in done.log().path.read_text(encoding="utf-8")
+
+
+def test_log_show_prints_each_hook_run(runs, run_cli):
+    done = runs["blocked"]
+    shown = run_cli("log", "show", str(done.log().path))
+    assert shown.returncode == 0, shown.stderr
+    assert "[hook pre_tool execute_command `sh guard.sh`: blocked, exit 2]" in shown.stdout
