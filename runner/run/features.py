@@ -21,7 +21,7 @@ from runner.prompt import Skill, discover_skills, load_skill_spec
 from runner.run.guard import GuardedExecutor
 from runner.run.hooks import HookLog, HookRunner
 from runner.run.loop import ToolExecutor
-from runner.run.permissions import PermissionGate, check_rules_match
+from runner.run.permissions import PermissionGate, answers_to, check_rules_match
 from runner.task import Hooks, Task, parse_config_hooks, unmatched_rules
 from runner.toolcall import ToolSpec
 from runner.workspace import DESCRIPTIONS
@@ -70,7 +70,8 @@ def feature_problems(task: Task) -> list[Problem]:
     skills, problems = _discover(task)
     enabled = [ext for ext in task.extensions.values() if ext.enabled]
     if task.spec.permissions and all(builtin_workspace_root(ext) for ext in enabled):
-        known = [*(DESCRIPTIONS if enabled else ()), *(["load_skill"] if skills else [])]
+        workspace = [*DESCRIPTIONS, *(f"{WORKSPACE}__{name}" for name in DESCRIPTIONS)]
+        known = [*(workspace if enabled else ()), *(["load_skill"] if skills else [])]
         for kind, index, rule in unmatched_rules(task.spec.permissions, known):
             problems.append(
                 Problem(
@@ -79,7 +80,8 @@ def feature_problems(task: Task) -> list[Problem]:
                     1,
                     f"permissions.{kind}[{index}]",
                     f"the rule {rule!r} matches no tool of the task",
-                    f"tools: {', '.join(known) or 'none'}; fix the name before the parenthesis",
+                    f"tools: {', '.join(known[: len(DESCRIPTIONS)]) or 'none'}; fix the name "
+                    "before the parenthesis",
                 )
             )
     return problems
@@ -93,7 +95,7 @@ def offered_tools(
     Raises ConfigError when a permission rule names none of the task's tools.
     """
     tools = list(allowed)
-    names = [spec.name for spec in every_tool]
+    names = [name for spec in every_tool for name in answers_to(spec)]
     if skills:
         spec = load_skill_spec(skills)
         names.append(spec.name)

@@ -25,7 +25,7 @@ from runner.task import Permissions, Rule, unmatched_rules
 from runner.toolcall import ToolSpec
 from runner.workspace import DESCRIPTIONS
 
-__all__ = ["PermissionGate", "check_rules_match", "main_argument"]
+__all__ = ["PermissionGate", "answers_to", "check_rules_match", "main_argument"]
 
 _SEGMENT_BREAK = re.compile(r"&&|\|\||\$\(|[;|&\n()`]")
 _ASSIGNMENT = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)+")
@@ -47,6 +47,15 @@ def main_argument(spec: ToolSpec) -> str | None:
     return None
 
 
+def answers_to(spec: ToolSpec) -> set[str]:
+    """Every name a rule may use for the tool: its exposed name, its name on the server, and
+    `server__tool` (as `tools.allow`/`tools.deny` globs do)."""
+    names = {spec.name, spec.call_name}
+    if spec.server:
+        names.add(f"{spec.server}__{spec.call_name}")
+    return names
+
+
 class PermissionGate:
     """Says whether a call may run under the task's rules."""
 
@@ -56,8 +65,9 @@ class PermissionGate:
 
     def refusal(self, spec: ToolSpec, arguments: Mapping[str, Any]) -> str | None:
         """The error result for a call the rules forbid, or None when it may run."""
-        deny = [rule for rule in self._deny if rule.names(spec.name)]
-        allow = [rule for rule in self._allow if rule.names(spec.name)]
+        names = answers_to(spec)
+        deny = [rule for rule in self._deny if any(rule.names(name) for name in names)]
+        allow = [rule for rule in self._allow if any(rule.names(name) for name in names)]
         if not deny and not allow:
             return None
         key = main_argument(spec)

@@ -124,3 +124,9 @@ def test_a_rule_that_names_no_tool_is_a_configuration_error() -> None:
             "t.yaml:1",
         )
     check_rules_match(Permissions(allow=["read_*"]), ["read_file"], "t.yaml:1")
+
+
+def test_a_rule_may_name_a_tool_as_server__tool(tmp_path: Path) -> None:
+    rules = gate(tmp_path, deny=["workspace__execute_command(rm *)"])
+    assert rules.refusal(COMMAND, {"command": "rm -rf build"}) is not None
+    assert rules.refusal(COMMAND, {"command": "ls"}) is None
