@@ -118,6 +118,11 @@ SCENARIOS = {
         },
         steps=[complete()],
     ),
+    "bad_config": Scenario(
+        task={},
+        extra_files={"agent-runner.yaml": "hooks:\n  pre_tool: [{run: x, timout: 3}]\n"},
+        args=["validate", "t.yaml"],
+    ),
 }
 
 
@@ -227,6 +232,8 @@ def test_hooks_get_the_minimal_environment_of_execute_command(runs):
 
 def test_every_hook_run_is_a_valid_hook_event(runs):
     for name, done in runs.items():
+        if name == "bad_config":
+            continue
         assert _hooks(done), name
         assert log_schema_errors(done.log().path) == [], name
 
@@ -243,3 +250,9 @@ def test_log_show_prints_each_hook_run(runs, run_cli):
     shown = run_cli("log", "show", str(done.log().path))
     assert shown.returncode == 0, shown.stderr
     assert "[hook pre_tool execute_command `sh guard.sh`: blocked, exit 2]" in shown.stdout
+
+
+def test_a_bad_hook_in_the_config_file_is_a_configuration_error(runs):
+    done = runs["bad_config"]
+    assert done.code == 2, done.explain()
+    assert "hooks.pre_tool.0.timout" in done.stderr
