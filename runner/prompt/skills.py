@@ -102,6 +102,9 @@ def discover_skills(declared: Sequence[Path], workdir: Path) -> tuple[list[Skill
                     )
                 )
             continue
+        if not required and not source.resolve().is_relative_to(workdir.resolve()):
+            problems.append(Problem(str(source), 0, 0, "", "links out of the workdir; refused"))
+            continue
         for skill in _skills_in(source, problems):
             first = skills.get(skill.name)
             if first is not None:

@@ -104,3 +104,11 @@ def test_load_skill_reads_files_confined_to_the_skill_folder(tmp_path: Path) -> 
         skill.read("blob.bin")
     with pytest.raises(WorkspaceError, match="not a regular file"):
         skill.read(".")
+
+
+def test_a_workdir_skills_folder_linking_out_of_the_workdir_is_refused(tmp_path: Path) -> None:
+    write_skill(tmp_path / "elsewhere" / "skills", "alpha")
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / ".agents").symlink_to(tmp_path / "elsewhere")
+    skills, problems = discover_skills([], tmp_path / "work")
+    assert skills == [] and "links out of the workdir" in problems[0].message
