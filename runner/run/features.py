@@ -27,12 +27,12 @@ from runner.toolcall import ToolSpec
 from runner.workspace import DESCRIPTIONS
 
 __all__ = [
+    "end_hooks",
     "feature_problems",
     "guarded",
     "hook_env",
     "offered_tools",
     "start_hooks",
-    "end_hooks",
     "task_skills",
     "unmatched_hook_globs",
     "with_config_hooks",
