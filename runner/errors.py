@@ -43,6 +43,9 @@ _SEVERITY = (
     ExitCode.INTERNAL,
     ExitCode.USAGE,  # a configuration error found once a task started (a rule naming no tool)
     ExitCode.INFRASTRUCTURE,
+    # A configuration error found only once a task ran (e.g. a sub-agent allowlist that matches
+    # none of the tools its servers listed): never reported as a pass.
+    ExitCode.USAGE,
     ExitCode.FAILED,
     ExitCode.BUDGET,
     ExitCode.OK,

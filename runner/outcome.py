@@ -70,6 +70,8 @@ class TaskOutcome:
     session_log: Path | None = None
     """The JSONL session log, when one was written."""
     session_id: str = ""
+    child_sessions: tuple[str, ...] = ()
+    """Session ids of the task's sub-agents (their tokens and cost are in `totals`)."""
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,8 @@ def task_facts(outcome: TaskOutcome) -> list[str]:
         facts.append(f"session_log: {display_path(outcome.session_log)}")
     if outcome.session_id:
         facts.append(f"session_id: {outcome.session_id}")
+    if outcome.child_sessions:
+        facts.append(f"child_sessions: {', '.join(outcome.child_sessions)}")
     return facts
 
 

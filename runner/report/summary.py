@@ -121,6 +121,7 @@ def _task_json(outcome: TaskOutcome) -> dict[str, Any]:
         "duration_s": outcome.totals.duration_s,
         "session_log": display_path(outcome.session_log) if outcome.session_log else None,
         "session_id": outcome.session_id,
+        "child_sessions": list(outcome.child_sessions),
     }
 
 

@@ -5,6 +5,8 @@ signal handling, and writes the reports. `session` runs one task: its hub, promp
 success checks. `loop` is the agent loop, steered by `budget` (limits) and `compaction`;
 `checks` runs the success check and `expect`; `resume` rebuilds a session from its log and runs
 on. `commands` holds `validate` and `prompt`, which load tasks without running them.
+`agents` is the `sub_agent` tool and its executor, `child` one sub-agent's session, `batch` the
+calls of one reply that run at once, `agent_resume` settles sub-agents a cut-off run left behind.
 """
 
 from __future__ import annotations

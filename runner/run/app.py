@@ -36,6 +36,7 @@ from runner.report import (
     write_step_summary,
     write_summary_json,
 )
+from runner.run.agents import close_agent_models
 from runner.run.commands import check_sections, load_selected_tasks
 from runner.run.session import ResumePoint, RunContext, run_task
 from runner.settings import Settings, environ
@@ -284,6 +285,7 @@ async def _run_all(
             # 7.5 s after its SIGINT, must not kill the process while it writes the reports.
             signal.signal(sig, signal.SIG_IGN if ctx.interrupted else handler)
         await _close_models(jobs)
+        await close_agent_models(ctx)
     outcomes = []
     for index, job in enumerate(jobs):
         if index in results:

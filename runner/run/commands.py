@@ -6,12 +6,12 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from runner.errors import ConfigError, ExitCode, TaskFileError
+from runner.errors import ConfigError, ExitCode, Problem, TaskFileError
 from runner.run.features import feature_problems, with_config_hooks
 from runner.settings import Settings, environ, load_settings
 from runner.task import Task, discover_task_files, load_tasks
 
-__all__ = ["check_sections", "load_selected_tasks", "print_prompt", "validate"]
+__all__ = ["agent_problems", "check_sections", "load_selected_tasks", "print_prompt", "validate"]
 
 
 def load_selected_tasks(
@@ -19,7 +19,13 @@ def load_selected_tasks(
 ) -> list[Task]:
     """Discover and load tasks with the config's extensions and the process environment."""
     files = discover_task_files(paths)
-    tasks = load_tasks(files, params=params, config_extensions=settings.extensions, env=environ())
+    tasks = load_tasks(
+        files,
+        params=params,
+        config_extensions=settings.extensions,
+        env=environ(),
+        config_agents=settings.agents,
+    )
     return with_config_hooks(tasks, settings.hooks)
 
 
@@ -50,9 +56,31 @@ def validate(paths: Sequence[str], params: Mapping[str, str], config: Path | Non
             print(problem, file=sys.stderr)
         print(f"{len(exc.problems)} problem(s) found", file=sys.stderr)
         return ExitCode.USAGE
+    found = [p for task in tasks if task.spec.agents for p in agent_problems(task, settings)]
+    problems = list({str(p): p for p in found}.values())  # a suite's defaults: said once
+    if problems:
+        for problem in problems:
+            print(problem, file=sys.stderr)
+        print(f"{len(problems)} problem(s) found", file=sys.stderr)
+        return ExitCode.USAGE
     files = {task.file for task in tasks}
     print(f"ok: {len(tasks)} task(s) in {len(files)} file(s)")
     return ExitCode.OK
+
+
+def agent_problems(task: Task, settings: Settings) -> list[Problem]:
+    """The task's agent allowlists checked against its tools (its servers start to list them)."""
+    from runner.run.session_tools import task_tool_lists
+    from runner.task import agent_tool_problems
+
+    every, allowed = task_tool_lists(task, settings)
+    return agent_tool_problems(
+        task.file,
+        task.line,
+        task.spec.agents,
+        [t.name for t in every],
+        [t.name for t in allowed],
+    )
 
 
 def print_prompt(
@@ -62,13 +90,14 @@ def print_prompt(
     settings = load_settings(config_file=config)
     tasks = load_selected_tasks([path], params, settings)
     task = _pick(tasks, name, path)
-    from runner.run.features import offered_tools, task_skills
-    from runner.run.session_tools import list_task_tools, task_system_prompt
+    from runner.run.agents import offered_tools
+    from runner.run.features import task_skills, tools_with_skills
+    from runner.run.session_tools import task_system_prompt, task_tool_lists
 
-    tools = list_task_tools(task, settings)
+    every, allowed = task_tool_lists(task, settings)
     skills = task_skills(task)
-    tools = offered_tools(task, tools, tools, skills)
-    sys.stdout.write(task_system_prompt(task, settings, tools, environ(), skills))
+    tools = offered_tools(task, tools_with_skills(task, every, allowed, skills))
+    sys.stdout.write(task_system_prompt(task, settings, tools, environ(), skills=skills))
     return ExitCode.OK
 
 

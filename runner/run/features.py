@@ -3,7 +3,7 @@
 `feature_problems` is what `validate` (and `run`, before anything starts) checks without starting
 a server: the skills parse, declared skill folders exist, and each permission rule names a tool
 when the task's tools are known without starting anything (only the built-in workspace, plus
-`load_skill`). Once a session has listed its servers' tools, `offered_tools` checks the rules
+`load_skill`). Once a session has listed its servers' tools, `tools_with_skills` checks the rules
 again against every tool, and `guarded` wraps the hub in the executor that enforces them.
 """
 
@@ -18,9 +18,8 @@ from typing import Any
 from runner.errors import Problem, TaskFileError
 from runner.mcp import WORKSPACE, builtin_workspace_root, policy_allows, server_env
 from runner.prompt import Skill, discover_skills, load_skill_spec
-from runner.run.guard import GuardedExecutor
+from runner.run.guard import GuardedExecutor, Hub
 from runner.run.hooks import HookLog, HookRunner
-from runner.run.loop import ToolExecutor
 from runner.run.permissions import PermissionGate, answers_to, check_rules_match
 from runner.task import Hooks, Task, parse_config_hooks, unmatched_rules
 from runner.toolcall import ToolSpec
@@ -31,9 +30,9 @@ __all__ = [
     "feature_problems",
     "guarded",
     "hook_env",
-    "offered_tools",
     "start_hooks",
     "task_skills",
+    "tools_with_skills",
     "unmatched_hook_globs",
     "with_config_hooks",
 ]
@@ -87,7 +86,7 @@ def feature_problems(task: Task) -> list[Problem]:
     return problems
 
 
-def offered_tools(
+def tools_with_skills(
     task: Task, every_tool: Sequence[ToolSpec], allowed: Sequence[ToolSpec], skills: Sequence[Skill]
 ) -> list[ToolSpec]:
     """The tools offered to the model: the policy's, plus `load_skill` when there are skills.
@@ -113,11 +112,11 @@ def hook_env(task: Task, env: dict[str, str]) -> dict[str, str]:
 
 def guarded(
     task: Task,
-    inner: ToolExecutor,
+    inner: Hub,
     tools: Sequence[ToolSpec],
     skills: Sequence[Skill],
     hooks: HookRunner | None,
-) -> ToolExecutor:
+) -> Hub:
     """The executor the loop calls: `inner` itself when the task has nothing to enforce."""
     permissions = task.spec.permissions
     if not permissions and hooks is None and not skills:

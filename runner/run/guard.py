@@ -11,7 +11,7 @@ hub, which refuses it: no hook runs for a call that cannot be made.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from runner.prompt import LOAD_SKILL, Skill
 from runner.run.hooks import HookRunner
@@ -20,15 +20,28 @@ from runner.run.permissions import PermissionGate
 from runner.toolcall import ToolResult, ToolSpec
 from runner.workspace import WorkspaceError
 
-__all__ = ["GuardedExecutor"]
+__all__ = ["GuardedExecutor", "Hub"]
+
+
+class Hub(ToolExecutor, Protocol):
+    """What the guard wraps (`runner.mcp.McpHub` fits)."""
+
+    @property
+    def tools(self) -> list[ToolSpec]: ...
+    @property
+    def allowed_tools(self) -> list[ToolSpec]: ...
 
 
 class GuardedExecutor:
-    """A `ToolExecutor` that applies the task's rules and hooks, and serves `load_skill`."""
+    """A `ToolExecutor` that applies the task's rules and hooks, and serves `load_skill`.
+
+    It lists tools as the hub does (`tools`, `allowed_tools`, with `load_skill` added), so the
+    sub-agents' executor can wrap it: a child's calls go through the same rules and hooks.
+    """
 
     def __init__(
         self,
-        inner: ToolExecutor,
+        inner: Hub,
         *,
         offered: Sequence[ToolSpec],
         gate: PermissionGate | None = None,
@@ -40,6 +53,17 @@ class GuardedExecutor:
         self._gate = gate
         self._hooks = hooks
         self._skills = {skill.name: skill for skill in skills}
+
+    @property
+    def tools(self) -> list[ToolSpec]:
+        """Every tool, the runner's own included."""
+        own = [spec for spec in self._offered.values() if not spec.server]
+        return [*self._inner.tools, *own]
+
+    @property
+    def allowed_tools(self) -> list[ToolSpec]:
+        """The tools offered to the model."""
+        return list(self._offered.values())
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """Run one call; every refusal or failure is an error result."""

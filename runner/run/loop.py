@@ -10,10 +10,12 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal, Protocol
 
 from runner.errors import ContextLengthError
 from runner.llm import LLM, Message, Reply, RetryEvent, Usage
+from runner.run.batch import SEQUENTIAL, Concurrency, batches, gather_in_order
 from runner.run.budget import Budget
 from runner.run.compaction import CompactionSink, Compactor
 from runner.toolcall import (
@@ -76,6 +78,7 @@ class EventSink(CompactionSink, Protocol):
         result: str,
         is_error: bool,
         duration_s: float,
+        child_session_id: str | None = None,
     ) -> None: ...
 
     def retry(
@@ -103,6 +106,7 @@ async def run_loop(
     compactor: Compactor,
     cost_of: Any,
     denied: Sequence[ToolSpec] = (),
+    concurrency: Concurrency = SEQUENTIAL,
 ) -> Completion:
     """Run turns until attempt_completion; `messages` is extended in place (the live context).
 
@@ -138,7 +142,9 @@ async def run_loop(
             _add_user(messages, events, REMINDER, turn)
             continue
         silent_replies = 0
-        completion, feedback = await _run_items(parsed.items, by_name, executor, events, budget)
+        completion, feedback = await _run_items(
+            parsed.items, by_name, executor, events, budget, concurrency
+        )
         if completion is not None:
             return completion
         _add_user(messages, events, "\n\n".join(feedback), turn)
@@ -175,10 +181,12 @@ async def _run_items(
     executor: ToolExecutor,
     events: EventSink,
     budget: Budget,
+    concurrency: Concurrency,
 ) -> tuple[Completion | None, list[str]]:
-    """Run the calls of one reply in order; stop at attempt_completion."""
+    """Run the calls of one reply in order (a batch of them at once); stop at attempt_completion."""
     feedback: list[str] = []
-    for item in items:
+    for group in batches(items, concurrency):
+        item = group[0]
         if isinstance(item, CallError):
             feedback.append(render_call_error(item))
             continue
@@ -186,20 +194,30 @@ async def _run_items(
             failed = item.arguments.get("status") == "failure"
             status: Literal["success", "failure"] = "failure" if failed else "success"
             return Completion(str(item.arguments.get("result", "")), status), feedback
-        started = time.monotonic()
-        result = await executor.call(item.name, item.arguments)
-        budget.tool_calls += 1
-        events.tool_call(
-            budget.turns,
-            tool=item.name,
-            server=by_name[item.name].server,
-            arguments=item.arguments if result.arguments is None else result.arguments,
-            result=result.text,
-            is_error=result.is_error,
-            duration_s=round(time.monotonic() - started, 4),
-        )
-        feedback.append(render_result(item.name, result))
+        calls = [call for call in group if isinstance(call, ToolCall)]
+        jobs = [partial(_timed_call, executor, call) for call in calls]
+        for call, (result, duration_s) in zip(
+            calls, await gather_in_order(jobs, concurrency.limit), strict=True
+        ):
+            budget.tool_calls += 1
+            events.tool_call(
+                budget.turns,
+                tool=call.name,
+                server=by_name[call.name].server,
+                arguments=call.arguments if result.arguments is None else result.arguments,
+                result=result.text,
+                is_error=result.is_error,
+                duration_s=duration_s,
+                **result.log_fields,
+            )
+            feedback.append(render_result(call.name, result))
     return None, feedback
+
+
+async def _timed_call(executor: ToolExecutor, call: ToolCall) -> tuple[ToolResult, float]:
+    started = time.monotonic()
+    result = await executor.call(call.name, call.arguments)
+    return result, round(time.monotonic() - started, 4)
 
 
 def _add_user(messages: list[Message], events: EventSink, text: str, turn: int) -> None:

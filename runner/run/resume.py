@@ -13,6 +13,7 @@ from runner.llm import Message
 from runner.mcp import workspace_extension
 from runner.outcome import Totals
 from runner.redact import MASK, Redactor
+from runner.run.agent_resume import settled_agent_calls
 from runner.run.app import Job, RunOptions, execute, prepare_jobs
 from runner.run.session import ResumePoint
 from runner.sessionlog import SessionRecord, read_session, rebuild_messages, sessions_to_resume
@@ -41,6 +42,11 @@ def resume_sessions(
     jobs: list[Job] = []
     for log in logs:
         record = read_session(log)
+        if record.header.get("parent_session_id"):
+            raise ConfigError(
+                f"{log}: a sub-agent's session; resume its parent "
+                f"{record.header['parent_session_id']} instead"
+            )
         task = _with_limits(_task_for(record, settings), args)
         model = args.model or str(record.header.get("model") or "") or None
         if args.model and args.model != record.header.get("model"):
@@ -58,6 +64,9 @@ def _warn(text: str) -> None:
 def _resume_point(record: SessionRecord, message: str | None) -> ResumePoint:
     context = [Message(m["role"], m["content"]) for m in rebuild_messages(record)]  # type: ignore[arg-type]
     text = message or default_message(record)
+    settled = settled_agent_calls(record)  # sub-agents the cut-off reply started
+    if settled:
+        text = f"{settled}\n\n{text}"
     if context and context[-1].role == "user":
         # The parent stopped before the model answered its last message: fold the two together
         # so that roles keep alternating.
@@ -116,6 +125,7 @@ def _task_for(record: SessionRecord, settings: Settings) -> Task:
                 params=recorded.get("params") or {},
                 config_extensions=settings.extensions,
                 env=environ(),
+                config_agents=settings.agents,
             )
         except ConfigError as exc:
             _warn(f"{task_file} no longer loads ({exc}); resuming from the logged task")

@@ -18,10 +18,11 @@ from runner.llm import LLM, Message, Usage, cost_usd
 from runner.mcp import McpHub
 from runner.outcome import Status, TaskOutcome, Totals
 from runner.redact import Redactor
+from runner.run.agents import agent_concurrency, agent_executor, offered_tools
 from runner.run.budget import Budget, LimitExceeded, RunBudget
 from runner.run.checks import expect_problem, feedback_for_check, run_check
 from runner.run.compaction import Compactor
-from runner.run.features import end_hooks, guarded, offered_tools, start_hooks, task_skills
+from runner.run.features import end_hooks, guarded, start_hooks, task_skills, tools_with_skills
 from runner.run.hooks import HookRunner, stop_feedback
 from runner.run.loop import AgentGaveUp, Completion, run_loop
 from runner.run.session_tools import task_system_prompt
@@ -49,6 +50,8 @@ class RunContext:
     """Exit code of an interrupted task: set by the signal handler before it cancels tasks."""
     interrupted: bool = False
     """A signal arrived: no new task starts."""
+    models: dict[str, LLM] = field(default_factory=dict)
+    """Sub-agents' models other than their task's, by `PROVIDER:MODEL`, made on first use."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,8 @@ class _State:
     hooks: HookRunner | None = None
     executor: Any = None
     """The loop's tool executor when the task has hooks, skills or permissions (else the hub)."""
+    children: list[str] = field(default_factory=list)
+    """Session ids of the sub-agents the task started (runner.run.agents)."""
 
 
 async def run_task(
@@ -136,6 +141,7 @@ async def run_task(
         totals=totals,
         session_log=state.log.path if state.log else None,
         session_id=state.log.session_id if state.log else "",
+        child_sessions=tuple(state.children),
     )
 
 
@@ -203,8 +209,9 @@ async def _run(
     try:
         async with hub:  # stops every server on the way out, cancellation included
             skills = task_skills(task)
-            tools = offered_tools(task, hub.tools, hub.allowed_tools, skills)
-            system = task_system_prompt(task, settings, tools, ctx.env, skills)
+            own = tools_with_skills(task, hub.tools, hub.allowed_tools, skills)
+            tools = offered_tools(task, own)
+            system = task_system_prompt(task, settings, tools, ctx.env, skills=skills)
             _open_log(task, llm, ctx, state, redactor, system, tools, resume)
             _warn_on_tool_drift(resume, tools, state, ctx)
             state.hooks = start_hooks(
@@ -215,7 +222,7 @@ async def _run(
                 tools,
                 lambda: state.budget.turns,
             )
-            state.executor = guarded(task, hub, tools, skills, state.hooks)
+            state.executor = guarded(task, hub, own, skills, state.hooks)
             # Everything imported and built so far lives for the whole run; the collector need not
             # walk it again. Without this, every full collection walks the SDKs' ~200k objects and
             # stalls a turn for over 100 ms.
@@ -314,6 +321,9 @@ async def _converse(
     attempts_left = success.retries
     offered = {t.name for t in tools}
     timeout = task.spec.limits.timeout
+    executor = agent_executor(
+        state.executor or hub, task, llm, log, state.budget, ctx, state.children
+    )
     try:
         async with asyncio.timeout(timeout) as scope:
             while True:
@@ -322,12 +332,13 @@ async def _converse(
                     system=system,
                     messages=messages,
                     tools=tools,
-                    executor=state.executor or hub,
+                    executor=executor,
                     events=log,
                     budget=state.budget,
                     compactor=compactor,
                     cost_of=cost_of,
                     denied=[t for t in hub.tools if t.name not in offered],
+                    concurrency=agent_concurrency(task),
                 )
                 if state.completion.status == "failure":
                     return "failed", "agent", "the agent reported failure"

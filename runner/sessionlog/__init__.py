@@ -3,12 +3,13 @@
 `SessionLogWriter.create(out_dir, header, redactor)` starts `<out>/sessions/<session-id>.jsonl`;
 `read_session(path)` reads one back. The format is docs/session-log.md and
 docs/session-log.schema.json. The code lives in `format` (the versioned contract, ids, errors),
-`writer`, `files` (spilled results and the saved prompt), `reader` and `view` (`log show` and
-`log export`); import it from here.
+`writer`, `files` (spilled results and the saved prompt), `reader`, `children` (sub-agent logs
+beside their parent's) and `view` (`log show` and `log export`); import it from here.
 """
 
 from __future__ import annotations
 
+from runner.sessionlog.children import child_log_path, children_of
 from runner.sessionlog.format import (
     EVENT_TYPES,
     FORMAT_VERSION,
@@ -48,6 +49,8 @@ __all__ = [
     "LogWriteError",
     "SessionLogWriter",
     "SessionRecord",
+    "child_log_path",
+    "children_of",
     "export_json",
     "export_markdown",
     "find_sessions",

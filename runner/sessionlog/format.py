@@ -172,6 +172,11 @@ class Header:
     """os, python, hostname, user, cwd."""
     started_at: str = ""
     """ISO 8601 UTC start time; empty means the writer's clock at creation."""
+    parent_session_id: str | None = None
+    """A sub-agent's session: the session whose `sub_agent` call started it (DESIGN 13)."""
+    parent_call: dict[str, Any] | None = None
+    """A sub-agent's session: that call, as `{turn, index, agent, task}` (`index` counts the
+    reply's sub_agent calls from 0)."""
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Header:
@@ -201,4 +206,9 @@ class Header:
             "tools": [_tool_dict(t) for t in self.tools],
             "host": dict(self.host),
             "started_at": self.started_at,
+            **(
+                {"parent_session_id": self.parent_session_id, "parent_call": self.parent_call}
+                if self.parent_session_id
+                else {}
+            ),
         }

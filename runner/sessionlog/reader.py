@@ -156,10 +156,17 @@ def find_sessions(path: Path) -> list[Path]:
 def sessions_to_resume(path: Path) -> list[Path]:
     """The logs at `path` that did not pass (failed, budget_exceeded, error, interrupted, or no
     end line) and have not been resumed already: a session that is the parent of another session
-    found there is skipped, so only the newest link of each resume chain is continued."""
+    found there is skipped, so only the newest link of each resume chain is continued. Sub-agent
+    sessions are skipped too: resuming their parent settles them."""
     records = [read_session(p) for p in find_sessions(path)]
     parents = {r.parent_id for r in records if r.parent_id}
-    return [r.path for r in records if status_of(r) != "passed" and r.session_id not in parents]
+    return [
+        r.path
+        for r in records
+        if status_of(r) != "passed"
+        and r.session_id not in parents
+        and not r.header.get("parent_session_id")  # a sub-agent is resumed through its parent
+    ]
 
 
 def spilled_text(log_path: Path, event: dict[str, Any]) -> str:

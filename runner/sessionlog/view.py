@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from runner.sessionlog.children import MAX_NESTING, child_log_path, indented
 from runner.sessionlog.reader import SessionRecord, read_session, spilled_text
 
 __all__ = ["export_json", "export_markdown", "show_text"]
@@ -35,6 +36,13 @@ def _header_lines(record: SessionRecord) -> list[str]:
         f"model   {header.get('model', '?')}",
         f"started {header.get('started_at', '?')}",
     ]
+    call = header.get("parent_call")
+    if isinstance(call, dict) and header.get("parent_session_id"):  # a sub-agent's session
+        lines.insert(
+            1,
+            f"agent   {call.get('agent')}, started by {header['parent_session_id']} "
+            f"(turn {call.get('turn')}, sub_agent call {call.get('index')})",
+        )
     if record.torn:
         lines.append("note    the last line was torn (the process was killed while writing it)")
     return lines
@@ -53,7 +61,7 @@ def _end_line(record: SessionRecord) -> str:
     )
 
 
-def _events(record: SessionRecord, verbose: bool) -> Iterator[str]:
+def _events(record: SessionRecord, verbose: bool, depth: int = 0) -> Iterator[str]:
     for event in record.events:
         kind = event.get("type")
         if kind == "message":
@@ -75,6 +83,9 @@ def _events(record: SessionRecord, verbose: bool) -> Iterator[str]:
                     f"[tool {event.get('tool')} {status}] {_one_line(args, 60)} -> "
                     f"{_one_line(str(event.get('result', '')))}"
                 )
+            child = child_log_path(record, event)
+            if child is not None:
+                yield _child_text(child, verbose, depth + 1)
         elif kind == "check":
             yield f"[check `{event.get('command')}` exit {event.get('exit_code')}]" + (
                 f"\n{event.get('output', '')}" if verbose else ""
@@ -102,14 +113,23 @@ def _events(record: SessionRecord, verbose: bool) -> Iterator[str]:
             yield f"[resumed from {event.get('parent_id')} with {count} messages]"
 
 
-def show_text(path: Path, verbose: bool = False) -> str:
-    """A plain-text transcript; tool calls and results are one line each unless `verbose`."""
+def show_text(path: Path, verbose: bool = False, depth: int = 0) -> str:
+    """A plain-text transcript; tool calls and results are one line each unless `verbose`.
+    A sub-agent's session is shown indented under the call that started it."""
     record = read_session(path)
-    parts = ["\n".join(_header_lines(record)), *_events(record, verbose), _end_line(record)]
+    parts = ["\n".join(_header_lines(record)), *_events(record, verbose, depth), _end_line(record)]
     return "\n\n".join(parts) + "\n"
 
 
-def export_markdown(path: Path) -> str:
+def _child_text(path: Path, verbose: bool, depth: int) -> str:
+    if depth > MAX_NESTING:
+        return indented(f"(sub-agent session {path.stem}: nested too deep to show here)")
+    if not path.is_file():
+        return indented(f"(sub-agent session {path.stem}: its log is not beside this one)")
+    return indented(show_text(path, verbose, depth))
+
+
+def export_markdown(path: Path, depth: int = 0) -> str:
     """The whole session as markdown: header facts, each message, each tool call in full."""
     record = read_session(path)
     lines = [f"# Session {record.session_id}", ""]
@@ -139,6 +159,10 @@ def export_markdown(path: Path) -> str:
                 "",
                 _fenced(_full_result(record, event)),
             ]
+            child = child_log_path(record, event)
+            if child is not None and child.is_file() and depth < MAX_NESTING:
+                nested = export_markdown(child, depth + 1).rstrip("\n")
+                lines += ["", "\n".join(f"> {line}".rstrip() for line in nested.split("\n"))]
         elif kind == "check":
             lines += [
                 "",
@@ -158,13 +182,19 @@ def _fenced(text: str, language: str = "") -> str:
 
 
 def export_json(path: Path) -> str:
-    """One JSON document: the header, every event (spilled results inlined) and the end."""
+    """One JSON document: the header, every event (spilled results inlined) and the end; a
+    sub_agent call's event holds its child's document under `child`."""
+    return json.dumps(_document(path, 0), indent=2, ensure_ascii=False) + "\n"
+
+
+def _document(path: Path, depth: int) -> dict[str, Any]:
     record = read_session(path)
     events = []
     for event in record.events:
         if event.get("type") == "tool_call" and event.get("result_ref"):
-            events.append({**event, "result": _full_result(record, event)})
-        else:
-            events.append(event)
-    document = {"header": record.header, "events": events, "end": record.end, "torn": record.torn}
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+            event = {**event, "result": _full_result(record, event)}  # noqa: PLW2901
+        child = child_log_path(record, event) if event.get("type") == "tool_call" else None
+        if child is not None and child.is_file() and depth < MAX_NESTING:
+            event = {**event, "child": _document(child, depth + 1)}  # noqa: PLW2901
+        events.append(event)
+    return {"header": record.header, "events": events, "end": record.end, "torn": record.torn}

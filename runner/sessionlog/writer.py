@@ -185,10 +185,13 @@ class SessionLogWriter:
         result: str,
         is_error: bool,
         duration_s: float,
+        child_session_id: str | None = None,
     ) -> None:
-        """One tool call and its result; a result over the cap is stored in a file of its own."""
+        """One tool call and its result; a result over the cap is stored in a file of its own.
+        `child_session_id`: the session a `sub_agent` call started."""
         self._tool_calls += 1
         preview, ref, size = self._spill("tool-results", self._tool_calls, result)
+        child = {"child_session_id": child_session_id} if child_session_id else {}
         self._event(
             "tool_call",
             turn=turn,
@@ -200,6 +203,7 @@ class SessionLogWriter:
             result_bytes=size,
             is_error=is_error,
             duration_s=duration_s,
+            **child,
         )
 
     def compaction(

@@ -7,12 +7,20 @@ raises one `TaskFileError` listing every problem as `file:line:column: field: me
 
 from __future__ import annotations
 
+from runner.task.agents import (
+    AgentLimits,
+    AgentSpec,
+    agent_tool_problems,
+    unmatched_allow_patterns,
+)
 from runner.task.hooks import Hook, Hooks, ToolHook, parse_config_hooks
 from runner.task.loader import Task, discover_task_files, load_tasks
 from runner.task.model import Expect, Limits, Success, SuiteSpec, TaskSpec, parse_duration
 from runner.task.permissions import Permissions, Rule, parse_rule, unmatched_rules
 
 __all__ = [
+    "AgentLimits",
+    "AgentSpec",
     "Expect",
     "Hook",
     "Hooks",
@@ -24,10 +32,12 @@ __all__ = [
     "Task",
     "TaskSpec",
     "ToolHook",
+    "agent_tool_problems",
     "discover_task_files",
     "load_tasks",
     "parse_config_hooks",
     "parse_duration",
     "parse_rule",
     "unmatched_rules",
+    "unmatched_allow_patterns",
 ]

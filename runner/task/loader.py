@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import glob
+import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from runner.errors import ConfigError, Problem, TaskFileError
 from runner.mcp import WORKSPACE, ExtensionConfig, overlay, workspace_extension
+from runner.task.agents import config_agent_layer
 from runner.task.interpolate import MissingVariable, fill_params, interpolate_env, placeholders
 from runner.task.model import SuiteSpec, TaskSpec
 from runner.task.yamlsource import Located, Path_, YamlError, load_located
@@ -93,9 +95,11 @@ def load_tasks(
     params: Mapping[str, str] | None = None,
     config_extensions: Mapping[str, Mapping[str, Any]] | None = None,
     env: Mapping[str, str] | None = None,
+    config_agents: Mapping[str, Any] | None = None,
 ) -> list[Task]:
     """Load and resolve every task of `files`; raise TaskFileError listing every problem found."""
     loader = _Loader(dict(params or {}), dict(config_extensions or {}), dict(env or {}))
+    loader.config_agents = config_agent_layer(config_agents or {}, loader.problems)
     tasks: list[Task] = []
     for path in files:
         tasks.extend(loader.load_file(path))
@@ -119,6 +123,7 @@ class _Loader:
         self.problems: list[Problem] = []
         self.declared: set[str] = set()
         self.first_param_file: Path | None = None
+        self.config_agents: dict[str, Any] = {}
 
     def problem(
         self, path: Path, located: Located | None, at: Path_, message: str, hint: str
@@ -181,6 +186,8 @@ class _Loader:
         default_name: str,
     ) -> list[Task]:
         merged = _deep_merge(defaults, raw)
+        if self.config_agents:  # the config file's agents, under the task's own
+            merged = _deep_merge({"agents": self.config_agents}, merged)
         merged.setdefault("name", default_name)
         try:
             spec = TaskSpec.model_validate(merged)
@@ -406,6 +413,9 @@ def _explain(kind: str, msg: str, loc: Path_, model: type[BaseModel]) -> tuple[s
 def _known_fields(model: type[BaseModel], loc: Path_) -> list[str]:
     current: Any = model
     for part in loc:
+        if typing.get_origin(current) is dict:  # e.g. `agents.<name>`: the value's model
+            current = typing.get_args(current)[1]
+            continue
         fields = getattr(current, "model_fields", None)
         if not fields or part not in fields:
             return []

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from runner.mcp import ToolPolicy
+from runner.task.agents import AgentSpec, check_agent_names
 from runner.task.hooks import Hooks
 from runner.task.permissions import Permissions
 
@@ -65,6 +66,10 @@ class Limits(_Strict):
     """Wall time per task."""
     tool_timeout: Duration | None = None
     """Time per tool call; overrides an extension's own `timeout`."""
+    max_depth: int = Field(1, ge=1, le=5)
+    """Levels of sub-agents: 1 lets the task start sub-agents but not theirs (DESIGN 13)."""
+    max_parallel_agents: int = Field(4, ge=1, le=32)
+    """Sub-agents of one reply that run at the same time."""
 
 
 class Expect(_Strict):
@@ -146,6 +151,19 @@ class TaskSpec(_Strict):
     """`TOOL(GLOB)` rules over the calls' main arguments; deny wins."""
     tool_mode: Literal["xml", "native"] = "xml"
     """How tool calls are made: XML in text (default) or the provider's native tool API."""
+    agents: dict[str, AgentSpec] = Field(default_factory=dict)
+    """Sub-agents the task may start with the `sub_agent` tool (runner.task.agents)."""
+
+    @field_validator("agents")
+    @classmethod
+    def _agent_names(cls, value: dict[str, AgentSpec]) -> dict[str, AgentSpec]:
+        bad = check_agent_names(value)
+        if bad:
+            raise ValueError(
+                f"agent name {bad[0]!r} is not a name: use letters, digits, '-' and '_', "
+                "starting with a letter"
+            )
+        return value
 
     @field_validator("name")
     @classmethod

@@ -73,6 +73,10 @@ class Step:
     """`retry-after-ms` header value sent with an error."""
     chunks: int = 3
     """Pieces the text is streamed in."""
+    hold_until: int | None = None
+    """Hold the answer until the server has received this many requests in all (bounded by
+    `hold_timeout_s`; a hold that times out is counted in `hold_timeouts`)."""
+    hold_timeout_s: float = 20.0
 
 
 def reply(text: str, **fields: Any) -> Step:
@@ -110,8 +114,11 @@ class RecordedRequest:
 class _State:
     steps: deque[Step]
     default: Step | None
+    routes: dict[str, deque[Step]] = field(default_factory=dict)
     requests: list[RecordedRequest] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    arrived: threading.Condition = field(default_factory=threading.Condition)
+    hold_timeouts: int = 0
     released: threading.Event = field(default_factory=threading.Event)
     stalled: threading.Event = field(default_factory=threading.Event)
     connections: set[socket.socket] = field(default_factory=set)
@@ -119,9 +126,23 @@ class _State:
     def take(self, request: RecordedRequest) -> Step | None:
         with self.lock:
             self.requests.append(request)
+            first = _first_user_text(request.body)
+            for marker, queue in self.routes.items():
+                if marker in first:
+                    return queue.popleft() if queue else self.default
             if self.steps:
                 return self.steps.popleft()
             return self.default
+
+    def hold(self, step: Step) -> None:
+        """Wait until `step.hold_until` requests have arrived, or its timeout."""
+        if step.hold_until is None:
+            return
+        with self.arrived:
+            if not self.arrived.wait_for(
+                lambda: len(self.requests) >= (step.hold_until or 0), step.hold_timeout_s
+            ):
+                self.hold_timeouts += 1
 
 
 class FakeModelServer:
@@ -134,8 +155,13 @@ class FakeModelServer:
         default: Step | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        routes: dict[str, Iterable[Step]] | None = None,
     ) -> None:
-        self._state = _State(deque(steps), default)
+        """`routes`: a request whose first user message contains a route's key takes its steps
+        from that route (in order) instead of the main script: concurrent sessions each get their
+        own script."""
+        routes_ = {key: deque(steps) for key, steps in (routes or {}).items()}
+        self._state = _State(deque(steps), default, routes_)
         self._httpd = _Server((host, port), _Handler, self._state)
         self._thread: threading.Thread | None = None
 
@@ -160,6 +186,11 @@ class FakeModelServer:
         """Every request received so far, in order."""
         with self._state.lock:
             return list(self._state.requests)
+
+    @property
+    def hold_timeouts(self) -> int:
+        """Held answers whose wait for other requests timed out (0: every hold was met)."""
+        return self._state.hold_timeouts
 
     def push(self, *steps: Step) -> None:
         """Append steps to the script."""
@@ -258,6 +289,10 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {name.lower(): value for name, value in self.headers.items()}
         request = RecordedRequest("POST", self.path, headers, body)
         step = self.server.state.take(request)
+        with self.server.state.arrived:
+            self.server.state.arrived.notify_all()
+        if step is not None:
+            self.server.state.hold(step)
         if request.wire == "other":
             self._json(404, {"error": {"message": f"no route {self.path}"}})
             return
@@ -326,6 +361,20 @@ class _Handler(BaseHTTPRequestHandler):
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
+
+
+def _first_user_text(body: Any) -> str:
+    """The text of the request's first user message (either wire), or ''."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    for message in messages or []:
+        if isinstance(message, dict) and message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, list):
+                return " ".join(
+                    str(part.get("text", "")) for part in content if isinstance(part, dict)
+                )
+            return str(content or "")
+    return ""
 
 
 def _error_body(wire_name: str, kind: str, message: str) -> dict[str, Any]:

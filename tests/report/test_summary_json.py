@@ -36,6 +36,7 @@ def test_summary_carries_run_facts_and_each_task() -> None:
         "duration_s": 1.5,
         "session_log": "agent-runs/sessions/refactor.jsonl",
         "session_id": "sess-refactor",
+        "child_sessions": [],
     }
 
 

@@ -73,3 +73,14 @@ def test_prompt_lists_skills_before_the_catalogue_and_offers_load_skill(run_cli)
     assert "## load_skill" in result.stdout
     servers = result.stdout.split("# MCP SERVERS")[1].split("# TOOL USE")[0]
     assert "- workspace: " in servers and "load_skill" not in servers  # the runner's own tool
+
+
+def test_prompt_of_a_task_with_agents_offers_sub_agent_with_each_agent(run_cli):
+    result = run_cli("prompt", str(REPO / "examples" / "tasks" / "docs-with-agents.yaml"))
+    assert result.returncode == 0, result.stderr
+    tools = re.findall(r"^## (\w+)$", result.stdout, flags=re.MULTILINE)
+    assert "sub_agent" in tools and "execute_command" not in tools
+    assert "- agent (required, one of: reader, writer)" in result.stdout
+    assert "- reader: Reads code and answers one question" in result.stdout
+    assert "- writer: Writes or rewrites one documentation file" in result.stdout
+    assert "sub_agent" not in result.stdout.split("# MCP SERVERS")[1].split("# TOOL USE")[0]

@@ -1,0 +1,87 @@
+"""Batching the calls of one reply (runner.run.batch): order kept, batches run at once."""
+
+from __future__ import annotations
+
+import asyncio
+
+from runner.run.batch import Concurrency, batches, gather_in_order
+from runner.toolcall import CallError, ToolCall
+
+AGENTS = Concurrency(frozenset({"sub_agent"}), limit=4)
+
+
+def names(groups: list[list[ToolCall | CallError]]) -> list[list[str]]:
+    return [[c.name if isinstance(c, ToolCall) else f"!{c.tool}" for c in g] for g in groups]
+
+
+def calls(*tools: str) -> list[ToolCall | CallError]:
+    return [ToolCall(t, {}) for t in tools]
+
+
+def test_consecutive_batchable_calls_form_one_group() -> None:
+    items = calls("read_file", "sub_agent", "sub_agent", "write_to_file")
+    assert names(list(batches(items, AGENTS))) == [
+        ["read_file"],
+        ["sub_agent", "sub_agent"],
+        ["write_to_file"],
+    ]
+
+
+def test_any_other_call_is_a_barrier() -> None:
+    items = [*calls("sub_agent", "read_file", "sub_agent"), CallError("x", "bad")]
+    assert names(list(batches(items, AGENTS))) == [
+        ["sub_agent"],
+        ["read_file"],
+        ["sub_agent"],
+        ["!x"],
+    ]
+
+
+def test_sequential_makes_every_call_its_own_group() -> None:
+    items = calls("sub_agent", "sub_agent")
+    assert names(list(batches(items, Concurrency()))) == [["sub_agent"], ["sub_agent"]]
+
+
+def test_gather_in_order_runs_at_once_and_keeps_the_jobs_order() -> None:
+    async def scenario() -> tuple[list[str], int]:
+        both_started = asyncio.Event()
+        running = 0
+        peak = 0
+
+        def job(name: str, wait_for_other: bool) -> object:
+            async def run() -> str:
+                nonlocal running, peak
+                running += 1
+                peak = max(peak, running)
+                if running == 2:
+                    both_started.set()
+                if wait_for_other:  # the first job can end only once the second has started
+                    await asyncio.wait_for(both_started.wait(), 10)
+                running -= 1
+                return name
+
+            return run
+
+        results = await gather_in_order([job("a", True), job("b", False)], limit=2)  # type: ignore[list-item]
+        return results, peak
+
+    results, peak = asyncio.run(scenario())
+    assert results == ["a", "b"] and peak == 2
+
+
+def test_gather_in_order_holds_to_its_limit() -> None:
+    async def scenario() -> int:
+        running = peak = 0
+
+        async def run() -> int:
+            nonlocal running, peak
+            running += 1
+            peak = max(peak, running)
+            await asyncio.sleep(0)
+            running -= 1
+            return 1
+
+        await gather_in_order([run, run, run, run], limit=2)
+        return peak
+
+    assert asyncio.run(scenario()) == 2
