@@ -79,6 +79,26 @@ SCENARIOS = {
             complete(),
         ],
     ),
+    "child": Scenario(
+        task={
+            "permissions": {"deny": ["execute_command(git push*)"]},
+            "hooks": {"post_tool": [{"match": ["execute_command"], "run": "echo HOOKED"}]},
+            "agents": {
+                "runner": {
+                    "description": "Runs commands.",
+                    "prompt": "You run commands.",
+                    "tools": {"allow": ["execute_command"]},
+                }
+            },
+        },
+        steps=[
+            tool_reply("sub_agent", agent="runner", task="push the branch"),
+            tool_reply("execute_command", command="git push origin main; touch pushed.txt"),
+            tool_reply("execute_command", command="echo child ran"),
+            complete("the push was refused"),
+            complete("done"),
+        ],
+    ),
     "mcp_rule": Scenario(
         task={"extensions": PROBE, "permissions": {"deny": ["echo(forbidden*)"]}},
         steps=[
@@ -209,3 +229,13 @@ def test_a_declared_skill_folder_that_does_not_exist_is_exit_2(runs):
     done = runs["validate_missing_skills"]
     assert done.code == 2, done.explain()
     assert "nowhere" in done.stderr and "does not exist" in done.stderr
+
+
+def test_a_sub_agents_calls_meet_the_tasks_rules_and_hooks(runs):
+    done = runs["child"]
+    assert done.code == 0, done.explain()
+    assert not (done.root / "w" / "pushed.txt").exists()
+    child = next(r for r in done.logs() if r.header.get("parent_session_id"))
+    push, echo = done.events("tool_call", child)
+    assert push["is_error"] and "execute_command(git push*)" in push["result"]
+    assert "HOOKED" in echo["result"]
