@@ -41,7 +41,6 @@ _SEVERITY = (
     ExitCode.SIGTERM,
     ExitCode.SIGINT,
     ExitCode.INTERNAL,
-    ExitCode.USAGE,  # a configuration error found once a task started (a rule naming no tool)
     ExitCode.INFRASTRUCTURE,
     # A configuration error found only once a task ran (e.g. a sub-agent allowlist that matches
     # none of the tools its servers listed): never reported as a pass.
@@ -53,8 +52,7 @@ _SEVERITY = (
 
 
 def worst_exit_code(codes: list[ExitCode]) -> ExitCode:
-    """The single exit code for a run of several tasks: 3, 4, 1, 5, 0 (interrupts win over all;
-    a configuration error a task found once it started, 2, comes right after 3)."""
+    """The single exit code for a run of several tasks: 3, 4, 1, 5, 0 (interrupts win over all)."""
     for code in _SEVERITY:
         if code in codes:
             return code
