@@ -29,6 +29,7 @@ __all__ = [
     "ModelInfo",
     "RetrySettings",
     "Settings",
+    "WorkspaceLimits",
     "environ",
     "load_settings",
     "secret_env_values",
@@ -75,6 +76,20 @@ class ModelInfo(BaseModel):
     """Price per million tokens read from the prompt cache; None = the input price."""
     cache_write_usd_per_mtok: float | None = Field(None, ge=0)
     """Price per million tokens written to the prompt cache; None = the input price."""
+
+
+class WorkspaceLimits(BaseModel):
+    """Sizes the built-in workspace's tools keep to (docs/workspace.md, "Limits")."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    read_max_bytes: int = Field(2_000_000, gt=0)
+    """read_file refuses larger files."""
+    search_file_max_bytes: int = Field(1_000_000, gt=0)
+    """search_files skips larger files."""
+    command_output_max_bytes: int = Field(4_000_000, gt=0)
+    """Bytes of a command's output kept in its output file; the rest is read and dropped, but
+    for its last part, which is kept too."""
 
 
 def _env_alias(name: str, *extra: str) -> AliasChoices:
@@ -138,6 +153,11 @@ class Settings(BaseSettings):
     """Time an MCP server has to start and list its tools."""
     tool_timeout_s: float = Field(120.0, gt=0)
     """Default time limit of one tool call."""
+    workspace_limits: WorkspaceLimits = WorkspaceLimits()
+    """Size limits of the built-in workspace's tools."""
+    shutdown_grace_s: float = Field(5.0, gt=0)
+    """After SIGINT or SIGTERM, how long the run may take to stop before a watchdog writes the
+    reports from what it knows and exits."""
     log_level: Literal["debug", "info", "warning", "error"] = "warning"
     """Verbosity of the runner's own diagnostics on stderr."""
 

@@ -29,6 +29,7 @@ from runner.mcp.render import (
     bound_text,
     policy_allows,
 )
+from runner.settings import WorkspaceLimits
 from runner.toolcall import ToolResult, ToolSpec
 
 __all__ = [
@@ -92,6 +93,7 @@ class McpHub:
         on_event: EventSink | None = None,
         max_restarts: int = 3,
         max_result_chars: int = MAX_RESULT_CHARS,
+        workspace_limits: WorkspaceLimits | None = None,
     ) -> None:
         self._policy = policy or ToolPolicy()
         self._max_result_chars = max_result_chars
@@ -105,6 +107,7 @@ class McpHub:
                 artifacts_dir=artifacts_dir,
                 base_env=dict(base_env or {}),
                 startup_timeout_s=startup_timeout_s,
+                workspace_limits=workspace_limits,
             )
             for key, cfg in extensions.items()
             if cfg.enabled
@@ -334,10 +337,11 @@ def _connection(
     artifacts_dir: Path,
     base_env: Mapping[str, str],
     startup_timeout_s: float,
+    workspace_limits: WorkspaceLimits | None = None,
 ) -> _Server:
     """The in-process workspace for the built-in one, else an MCP client (imports the SDK)."""
     if builtin_workspace_root(config) is not None:
-        return LocalConnection(config, workdir=workdir, base_env=base_env)
+        return LocalConnection(config, workdir=workdir, base_env=base_env, limits=workspace_limits)
     from runner.mcp.connection import Connection
 
     return Connection(

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from runner.mcp.extension import ExtensionConfig
 from runner.mcp.launch import builtin_workspace_root, server_env
 from runner.mcp.render import EventSink, HubEvent, StartFailure, timeout_text
+from runner.settings import WorkspaceLimits
 from runner.toolcall import ToolResult, ToolSpec
 from runner.workspace import DESCRIPTIONS, WorkspaceError, WorkspaceTools, error_text, shared_reaper
 
@@ -114,13 +115,19 @@ class LocalConnection:
     """No process, so no stderr log."""
 
     def __init__(
-        self, config: ExtensionConfig, *, workdir: Path, base_env: Mapping[str, str]
+        self,
+        config: ExtensionConfig,
+        *,
+        workdir: Path,
+        base_env: Mapping[str, str],
+        limits: WorkspaceLimits | None = None,
     ) -> None:
         root = builtin_workspace_root(config)
         assert root is not None, "only the built-in workspace is served in-process"
         self.config = config
         self._root = workdir / root
         self._env = server_env(base_env, config.envs)
+        self._limits = limits
         self._output: Path | None = None
         self._tools: dict[str, LocalTool] = {}
 
@@ -148,6 +155,7 @@ class LocalConnection:
         self._tools = {}
         if self._output is not None:
             shutil.rmtree(self._output, ignore_errors=True)
+            shared_reaper().forget_folder(self._output)
             self._output = None
 
     async def start(self, group: TaskGroup) -> None:
@@ -161,7 +169,9 @@ class LocalConnection:
         # Full command outputs may hold secrets the runner cannot mask: they stay in a temporary
         # folder, removed at close, as the stdio server's were.
         self._output = Path(tempfile.mkdtemp(prefix="agent-runner-workspace-"))
-        workspace = WorkspaceTools(self._root, self._output, env=self._env, watcher=shared_reaper())
+        workspace = WorkspaceTools(
+            self._root, self._output, env=self._env, watcher=shared_reaper(), limits=self._limits
+        )
         self._tools = {tool.name: tool for tool in local_tools(workspace)}
 
     async def close(self) -> None:

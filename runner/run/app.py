@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from runner import __version__
 from runner.errors import ConfigError, ExitCode, RunnerError, worst_exit_code
@@ -39,6 +39,7 @@ from runner.report import (
 from runner.run.agents import close_agent_models
 from runner.run.commands import check_sections, load_selected_tasks
 from runner.run.session import ResumePoint, RunContext, run_task
+from runner.run.watchdog import Watchdog
 from runner.settings import Settings, environ
 from runner.task import Task
 
@@ -152,6 +153,12 @@ def run_tasks(
 
 def execute(jobs: list[Job], settings: Settings, options: RunOptions) -> int:
     """Run the jobs, write the reports, return the run's exit code."""
+    codes = {signal.SIGINT: ExitCode.SIGINT, signal.SIGTERM: ExitCode.SIGTERM}
+    with Watchdog(settings.shutdown_grace_s, codes) as watchdog:
+        return _execute(jobs, settings, options, watchdog)
+
+
+def _execute(jobs: list[Job], settings: Settings, options: RunOptions, watchdog: Watchdog) -> int:
     env = environ()
     secrets = [*settings.secret_values(), *(s for job in jobs for s in job.task.secrets)]
     redactor = Redactor(secrets)
@@ -172,7 +179,11 @@ def execute(jobs: list[Job], settings: Settings, options: RunOptions) -> int:
         say=console.diagnostic,
     )
     ctx.run_budget.max_cost_usd = settings.max_cost_usd
-    outcomes = asyncio.run(_run_all(jobs, ctx, settings.jobs, options, console, github is not None))
+    results: dict[int, TaskOutcome] = {}
+    watchdog.on_stuck = lambda sig: _write_stuck_reports(jobs, results, ctx, options, console, sig)
+    outcomes = asyncio.run(
+        _run_all(jobs, ctx, settings.jobs, options, console, github is not None, results, watchdog)
+    )
     junit = options.junit or options.out / "junit.xml"
     models = sorted({o.model for o in outcomes})
     summary = RunSummary(
@@ -184,7 +195,9 @@ def execute(jobs: list[Job], settings: Settings, options: RunOptions) -> int:
         out_dir=options.out,
         junit_path=junit,
     )
-    summary = _write_reports(summary, junit, redactor, console)
+    with watchdog.reporting():
+        summary = _write_reports(summary, junit, redactor, console)
+    watchdog.reports_written()
     if options.output == "json":
         print(summary_text(summary, redactor))
     else:
@@ -251,10 +264,11 @@ async def _run_all(
     options: RunOptions,
     console: _Console,
     github: bool,
+    results: dict[int, TaskOutcome],
+    watchdog: Watchdog,
 ) -> list[TaskOutcome]:
     limiter = asyncio.Semaphore(concurrency)
     stop = asyncio.Event()
-    results: dict[int, TaskOutcome] = {}
 
     async def one(index: int, job: Job) -> None:
         async with limiter:
@@ -274,16 +288,12 @@ async def _run_all(
 
     loop = asyncio.get_running_loop()
     tasks = [asyncio.create_task(one(i, job)) for i, job in enumerate(jobs)]
-    previous = _install_signal_handlers(loop, ctx, stop, tasks)
+    _install_signal_handlers(watchdog, loop, ctx, stop, tasks)
     ended: list[BaseException | None] = []
     try:
         ended = await asyncio.gather(*tasks, return_exceptions=True)
     finally:
-        for sig, handler in previous.items():
-            loop.remove_signal_handler(sig)
-            # After an interrupt the first signal has decided the exit code: GitHub's SIGTERM,
-            # 7.5 s after its SIGINT, must not kill the process while it writes the reports.
-            signal.signal(sig, signal.SIG_IGN if ctx.interrupted else handler)
+        watchdog.detach()
         await _close_models(jobs)
         await close_agent_models(ctx)
     outcomes = []
@@ -311,12 +321,12 @@ def _lost(job: Job, error: BaseException | None) -> TaskOutcome:
     )
 
 
-def _not_started(job: Job, ctx: RunContext) -> TaskOutcome:
+def _not_started(job: Job, ctx: RunContext, reason: str | None = None) -> TaskOutcome:
     return TaskOutcome(
         name=job.task.name,
         task_file=job.task.file,
         status="interrupted",
-        reason="not started: the run was interrupted",
+        reason=reason or "not started: the run was interrupted",
         kind="signal",
         exit_code=ctx.signal_exit,
         model=f"{job.llm.provider}:{job.llm.model}",
@@ -324,32 +334,56 @@ def _not_started(job: Job, ctx: RunContext) -> TaskOutcome:
 
 
 def _install_signal_handlers(
+    watchdog: Watchdog,
     loop: asyncio.AbstractEventLoop,
     ctx: RunContext,
     stop: asyncio.Event,
     tasks: list[asyncio.Task[None]],
-) -> dict[signal.Signals, Any]:
-    """Install the run's handlers; return the ones they replace, to restore afterwards."""
+) -> None:
+    """Have the watchdog hand SIGINT and SIGTERM to the run's handler on `loop`."""
 
-    def on_signal(code: ExitCode) -> Callable[[], None]:
-        def handler() -> None:
-            # The first signal sets the code and cancels the tasks (GitHub sends SIGINT, then
-            # SIGTERM 7.5 s later). A later one changes nothing: cancelling again would cut short
-            # the clean-up the first one started (stopping MCP servers, writing end lines).
-            if ctx.interrupted:
-                return
-            ctx.signal_exit = code
-            ctx.interrupted = True
-            stop.set()
-            for task in tasks:
-                task.cancel()
+    def handler(sig: signal.Signals) -> None:
+        # The first signal sets the code and cancels the tasks (GitHub sends SIGINT, then
+        # SIGTERM 7.5 s later). A later one changes nothing: cancelling again would cut short
+        # the clean-up the first one started (stopping MCP servers, writing end lines).
+        if ctx.interrupted:
+            return
+        ctx.signal_exit = ExitCode(watchdog.codes[sig])
+        ctx.interrupted = True
+        stop.set()
+        for task in tasks:
+            task.cancel()
 
-        return handler
+    watchdog.attach(loop, handler)
 
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    loop.add_signal_handler(signal.SIGINT, on_signal(ExitCode.SIGINT))
-    loop.add_signal_handler(signal.SIGTERM, on_signal(ExitCode.SIGTERM))
-    return previous
+
+def _write_stuck_reports(
+    jobs: list[Job],
+    results: dict[int, TaskOutcome],
+    ctx: RunContext,
+    options: RunOptions,
+    console: _Console,
+    sig: signal.Signals,
+) -> None:
+    """The watchdog's reports, when the run did not stop within the grace period of a signal."""
+    ctx.signal_exit = ExitCode.SIGINT if sig == signal.SIGINT else ExitCode.SIGTERM
+    ctx.interrupted = True
+    stuck = f"interrupted: still running {ctx.settings.shutdown_grace_s:g} s after {sig.name}"
+    outcomes = [
+        results.get(i) or _not_started(job, ctx, stuck if job.started else None)
+        for i, job in enumerate(jobs)
+    ]
+    junit = options.junit or options.out / "junit.xml"
+    summary = RunSummary(
+        run_id=ctx.run_id,
+        runner_version=__version__,
+        model=", ".join(sorted({o.model for o in outcomes})),
+        outcomes=outcomes,
+        exit_code=ctx.signal_exit,
+        out_dir=options.out,
+        junit_path=junit,
+    )
+    _write_reports(summary, junit, ctx.redactor, console)
 
 
 async def _close_models(jobs: list[Job]) -> None:

@@ -204,6 +204,7 @@ async def _run(
         startup_timeout_s=settings.mcp_startup_timeout_s,
         default_tool_timeout_s=tool_timeout,
         base_env=ctx.env,
+        workspace_limits=settings.workspace_limits,
         on_event=lambda event: _hub_event(state, ctx, redactor, event),
     )
     try:

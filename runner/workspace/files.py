@@ -13,7 +13,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from runner.settings import WorkspaceLimits
 from runner.workspace.paths import Confinement, WorkspaceError
+from runner.workspace.regular import read_regular, write_regular
 from runner.workspace.tree import IgnoreRules, gitignore_rules, is_ignored
 
 __all__ = [
@@ -27,7 +29,7 @@ __all__ = [
     "walk",
 ]
 
-MAX_READ_BYTES = 2_000_000
+MAX_READ_BYTES = WorkspaceLimits().read_max_bytes
 """Files larger than this are refused by read_file (use search_files or execute_command)."""
 MAX_READ_LINES = 2000
 """Lines read_file shows at most per call."""
@@ -56,6 +58,8 @@ class Files:
     """The file tools, with what the agent last read of each file (to refuse stale edits)."""
 
     paths: Confinement
+    max_read_bytes: int = MAX_READ_BYTES
+    """read_file refuses larger files."""
     _seen: dict[Path, str] = field(default_factory=dict)
 
     def read(self, path: str, start_line: int | None = None, end_line: int | None = None) -> str:
@@ -85,10 +89,9 @@ class Files:
     def write(self, path: str, content: str) -> str:
         """Create or overwrite a file, creating its parent folders."""
         real = self.paths.resolve(path, write=True)
-        existed = real.exists()
         real.parent.mkdir(parents=True, exist_ok=True)
         data = content.encode("utf-8")
-        real.write_bytes(data)
+        existed = write_regular(path, real, data)
         self._seen[real] = _digest(data)
         verb = "Overwrote" if existed else "Created"
         lines = content.count("\n") + 1
@@ -97,7 +100,7 @@ class Files:
     def replace(self, path: str, blocks: list[tuple[str, str]]) -> str:
         """Apply exact search/replace blocks, in order, to a file the agent has seen as it is."""
         real = self.paths.resolve(path, write=True)
-        if not real.is_file():
+        if not real.exists():
             raise WorkspaceError(f"{path!r} does not exist; create it with write_to_file")
         data = self._read_bytes(path, real)
         if is_binary(data):
@@ -113,7 +116,7 @@ class Files:
         for number, (search, replacement) in enumerate(blocks, 1):
             text = _apply(path, text, number, _eol(search, newline), _eol(replacement, newline))
         out = text.encode("utf-8")
-        real.write_bytes(out)
+        write_regular(path, real, out)
         self._seen[real] = _digest(out)
         return f"Applied {len(blocks)} edit(s) to {self.paths.relative(real)}"
 
@@ -133,18 +136,13 @@ class Files:
         return "\n".join(entries) if entries else f"({self.paths.relative(real)} is empty)"
 
     def _read_bytes(self, given: str, real: Path) -> bytes:
-        if real.is_dir():
-            raise WorkspaceError(f"{given!r} is a folder; use list_files to see what it holds")
-        try:
-            size = real.stat().st_size
-        except FileNotFoundError:
-            raise WorkspaceError(f"{given!r} does not exist") from None
-        if size > MAX_READ_BYTES:
-            raise WorkspaceError(
-                f"{given!r} is {size} bytes, over the {MAX_READ_BYTES}-byte limit of read_file; "
-                "use search_files, or execute_command with head/sed, to see parts of it"
-            )
-        return real.read_bytes()
+        return read_regular(
+            given,
+            real,
+            self.max_read_bytes,
+            hint=" of read_file; use search_files, or execute_command with head/sed, to see "
+            "parts of it",
+        )
 
 
 def _apply(path: str, text: str, number: int, search: str, replacement: str) -> str:

@@ -55,10 +55,12 @@ class Confinement:
 
     def _check_writable(self, given: str, real: Path) -> None:
         rel = real.relative_to(self.root)
-        if rel.parts and rel.parts[0] == ".git":
+        # Any `.git` on the way, not only the root's: a nested repository's hooks run as well,
+        # and a `.git` file (a worktree's or submodule's gitfile) says where its repository is.
+        if any(part.lower() == ".git" for part in rel.parts):
             raise WorkspaceError(
-                f"{given!r} is inside .git/; the repository's internals cannot be written "
-                "(use execute_command with git commands instead)"
+                f"{given!r} is inside a .git folder (or is a .git file); a repository's "
+                "internals cannot be written (use execute_command with git commands instead)"
             )
         try:
             info = real.lstat()

@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 __all__ = ["Reaper", "shared_reaper"]
 
@@ -30,25 +31,34 @@ _CLOSE_TIMEOUT = 2.0
 # Runs under `python -I -S` (no site-packages, no environment) so it starts in milliseconds.
 # It ends only at EOF: SIGINT and SIGTERM meant for the runner must not end the safety net early.
 # A malformed line is skipped rather than fatal, so that a crash never leaves groups unkilled.
+# `+PGID`/`-PGID` watch and forget a process group, `DPATH`/`dPATH` a folder to remove at EOF.
 _CODE = """\
-import os, signal, sys
+import os, shutil, signal, sys
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
-groups = set()
+groups, folders = set(), set()
 for line in sys.stdin.buffer:
-    try:
-        pgid = int(line[1:])
-    except ValueError:
-        continue
-    if line.startswith(b"+"):
-        groups.add(pgid)
+    kind, rest = line[:1], line[1:].rstrip(b"\\n")
+    if kind == b"D":
+        folders.add(rest)
+    elif kind == b"d":
+        folders.discard(rest)
     else:
-        groups.discard(pgid)
+        try:
+            pgid = int(rest)
+        except ValueError:
+            continue
+        if kind == b"+":
+            groups.add(pgid)
+        elif kind == b"-":
+            groups.discard(pgid)
 for pgid in groups:
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+for folder in folders:
+    shutil.rmtree(folder, ignore_errors=True)
 """
 
 
@@ -63,6 +73,7 @@ class Reaper:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._groups: set[int] = set()
+        self._folders: set[str] = set()
         self._process: subprocess.Popen[bytes] | None = None
         self._warned = False
 
@@ -101,6 +112,33 @@ class Reaper:
             if self._process is not None:
                 self._send(f"-{pgid}\n")
 
+    def watch_folder(self, folder: Path) -> None:
+        """Remove `folder` (and all it holds) if the runner dies before forget_folder(folder).
+
+        For the temporary folders of full command outputs, which may hold secrets unmasked.
+        """
+        path = os.fsdecode(folder)
+        if "\n" in path or not _SUPPORTED:
+            return
+        with self._lock:
+            if path in self._folders:
+                return
+            self._folders.add(path)
+            if self._process is None:
+                self._start()
+            else:
+                self._send(f"D{path}\n")
+
+    def forget_folder(self, folder: Path) -> None:
+        """Stop watching `folder` (the runner removed it itself)."""
+        path = os.fsdecode(folder)
+        with self._lock:
+            if path not in self._folders:
+                return
+            self._folders.discard(path)
+            if self._process is not None:
+                self._send(f"d{path}\n")
+
     def close(self) -> None:
         """Close the pipe: the reaper kills the groups still watched and exits. Idempotent.
 
@@ -109,6 +147,7 @@ class Reaper:
         with self._lock:
             process, self._process = self._process, None
             self._groups.clear()
+            self._folders.clear()
         if process is not None:
             _stop(process)
 
@@ -131,7 +170,11 @@ class Reaper:
             self._warn(f"cannot start the process-group reaper ({exc})")
             return
         try:
-            _write(process, "".join(f"+{pgid}\n" for pgid in sorted(self._groups)))
+            _write(
+                process,
+                "".join(f"+{pgid}\n" for pgid in sorted(self._groups))
+                + "".join(f"D{path}\n" for path in sorted(self._folders)),
+            )
         except OSError as exc:
             _stop(process)
             self._warn(f"the process-group reaper exited at once ({exc})")
@@ -147,7 +190,7 @@ class Reaper:
             _stop(self._process)
             self._process = None
             self._warn(f"the process-group reaper died ({exc}); starting a new one")
-            if self._groups:
+            if self._groups or self._folders:
                 self._start()
 
     def _warn(self, what: str) -> None:
@@ -159,7 +202,7 @@ class Reaper:
 def _write(process: subprocess.Popen[bytes], text: str) -> None:
     # A plain os.write, not a buffered stream: a failed write leaves nothing queued to fail again.
     assert process.stdin is not None
-    data = memoryview(text.encode("ascii"))
+    data = memoryview(os.fsencode(text))
     while data:
         data = data[os.write(process.stdin.fileno(), data) :]
 

@@ -16,6 +16,7 @@ from typing import Annotated
 
 from pydantic import Field
 
+from runner.settings import WorkspaceLimits
 from runner.workspace.commands import DEFAULT_TIMEOUT_S, MAX_OUTPUT_CHARS, Commands, GroupWatcher
 from runner.workspace.files import MAX_LIST_ENTRIES, MAX_READ_LINES, Files, parse_blocks
 from runner.workspace.paths import Confinement, WorkspaceError
@@ -43,8 +44,8 @@ DESCRIPTIONS: dict[str, str] = {
     "read_file": (
         "Read a text file and return it with line numbers, as `N | line`. Shows at most "
         f"{MAX_READ_LINES} lines per call; use start_line/end_line for a part of a long file. "
-        "Binary files are refused. Line numbers are for reference only: never include the "
-        "`N | ` prefix in edits."
+        "Binary, very large and non-regular files (FIFOs, devices) are refused. Line numbers "
+        "are for reference only: never include the `N | ` prefix in edits."
     ),
     "write_to_file": (
         "Write a whole file: create it, or replace all of its content. Missing parent "
@@ -60,7 +61,7 @@ DESCRIPTIONS: dict[str, str] = {
     "search_files": (
         "Search file contents with a regular expression (ripgrep/Python syntax). Returns "
         "`path:line:text` for matches and `path-line-text` for one line of context around "
-        "each, skipping binary and .gitignore'd files. The number of matches is bounded."
+        "each, skipping binary, large and .gitignore'd files. The number of matches is bounded."
     ),
     "execute_command": (
         "Run a shell command (/bin/sh -c) in the workspace root and return its exit code and "
@@ -80,7 +81,7 @@ class WorkspaceTools:
     `env` is the whole environment of the commands `execute_command` runs (None: this process's
     own, which is what the stdio server wants, since the hub already gave it a minimal one).
     `watcher` is told about every command's process group while it runs, so that a reaper can
-    kill it if this process dies first.
+    kill it if this process dies first. `limits` are the size limits (defaults: the settings').
     """
 
     def __init__(
@@ -90,10 +91,12 @@ class WorkspaceTools:
         *,
         env: Mapping[str, str] | None = None,
         watcher: GroupWatcher | None = None,
+        limits: WorkspaceLimits | None = None,
     ) -> None:
+        limits = limits or WorkspaceLimits()
         self.paths = Confinement(root, readable=(output_dir,))
-        self._files = Files(self.paths)
-        self._commands = Commands(self.paths, output_dir, env=env, watcher=watcher)
+        self._files = Files(self.paths, max_read_bytes=limits.read_max_bytes)
+        self._commands = Commands(self.paths, output_dir, env=env, watcher=watcher, limits=limits)
 
     def read_file(
         self,

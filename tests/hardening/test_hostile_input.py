@@ -316,11 +316,10 @@ def test_no_tool_path_gets_out_of_the_workspace_root(runs: dict[str, Done]) -> N
     assert done.code == 0, done.explain()
     results = [(e["tool"], e["arguments"].get("path"), e) for e in done.events("tool_call")]
     assert len(results) == 13
-    *refused, (_, _, hard_read) = results
-    for tool, path, event in refused:
+    for tool, path, event in results:
         assert event["is_error"], (tool, path, event["result"])
         assert "outside the workspace root" in event["result"] or "hard links" in event["result"]
-    assert not hard_read["is_error"] and HARD_TARGET in hard_read["result"]
+    assert HARD_TARGET not in json.dumps([r.body for r in done.requests])
     outside = done.root / "outside"
     assert sorted(p.name for p in outside.iterdir()) == ["hard.txt", "secret.txt"]
     assert (outside / "secret.txt").read_text(encoding="utf-8") == SECRET_OUTSIDE

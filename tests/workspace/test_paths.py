@@ -65,9 +65,12 @@ def test_symlink_inside_the_root_is_followed(files: Files, root: Path) -> None:
     assert files.read("alias.txt") == "1 | hello"
 
 
-def test_write_to_a_hard_linked_file_is_refused(files: Files, root: Path, outside: Path) -> None:
+def test_a_hard_linked_file_is_refused_for_read_and_write(
+    files: Files, root: Path, outside: Path
+) -> None:
     os.link(outside / "secret.txt", root / "hard.txt")
-    assert files.read("hard.txt") == "1 | secret"
+    with pytest.raises(WorkspaceError, match="hard links"):
+        files.read("hard.txt")
     with pytest.raises(WorkspaceError, match="hard links"):
         files.write("hard.txt", "pwned")
     with pytest.raises(WorkspaceError, match="hard links"):
@@ -75,11 +78,30 @@ def test_write_to_a_hard_linked_file_is_refused(files: Files, root: Path, outsid
     assert (outside / "secret.txt").read_text(encoding="utf-8") == "secret\n"
 
 
-@pytest.mark.parametrize("path", [".git/config", ".git/hooks/pre-commit", "./.git/HEAD"])
-def test_writes_into_dot_git_are_refused(files: Files, root: Path, path: str) -> None:
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".git/config",
+        ".git/hooks/pre-commit",
+        "./.git/HEAD",
+        "sub/.git/hooks/post-checkout",
+        "a/b/.git/config",
+        "sub/.GIT/hooks/post-checkout",
+        "wt/.git",
+    ],
+)
+def test_writes_into_any_dot_git_are_refused(files: Files, root: Path, path: str) -> None:
     (root / ".git").mkdir()
+    (root / "sub" / ".git" / "hooks").mkdir(parents=True)
     with pytest.raises(WorkspaceError, match=r"\.git"):
         files.write(path, "x")
+    assert not (root / path).exists()
+
+
+def test_a_folder_merely_named_like_git_can_be_written(files: Files, root: Path) -> None:
+    files.write("docs/.github/x.md", "x")
+    files.write("my.git/x", "x")
+    assert (root / "docs" / ".github" / "x.md").is_file()
 
 
 def test_reading_the_command_output_folder_is_allowed(paths: Confinement, tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ DEADLINE = 10.0
 # Each line on stdin is one call; each reply is the reaper's pid after it ("None" if none runs).
 RUNNER = """\
 import signal, sys
+from pathlib import Path
 from runner.workspace.reaper import Reaper
 signal.signal(signal.SIGINT, lambda *_: print("interrupted", flush=True))
 reaper = Reaper()
@@ -35,6 +36,10 @@ for line in sys.stdin:
         reaper.watch(int(arg))
     elif verb == "forget":
         reaper.forget(int(arg))
+    elif verb == "folder":
+        reaper.watch_folder(Path(arg))
+    elif verb == "unfolder":
+        reaper.forget_folder(Path(arg))
     elif verb == "close":
         reaper.close()
     print(reaper.pid, flush=True)
@@ -289,3 +294,21 @@ def test_watch_refuses_an_id_that_is_no_process_group() -> None:
 
 def test_shared_reaper_is_one_instance() -> None:
     assert shared_reaper() is shared_reaper()
+
+
+def test_a_watched_folder_is_removed_when_the_runner_is_killed(
+    runner: Runner, tmp_path: Path
+) -> None:
+    outputs = tmp_path / "agent-runner-workspace-x"
+    (outputs / "sub").mkdir(parents=True)
+    (outputs / "command-1.log").write_text("token=unmasked\n", encoding="utf-8")
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    reaper_pid = runner.call(f"folder {outputs}")
+    runner.call(f"folder {kept}")
+    runner.call(f"unfolder {kept}")
+    assert reaper_pid is not None
+    runner.kill()
+    assert _wait_until(lambda: not outputs.exists())
+    assert _exits(reaper_pid)
+    assert kept.is_dir()
