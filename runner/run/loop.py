@@ -224,7 +224,7 @@ async def _run_items(
                 budget.turns,
                 tool=call.name,
                 server=by_name[call.name].server,
-                arguments=call.arguments,
+                arguments=call.arguments if result.arguments is None else result.arguments,
                 result=result.text,
                 is_error=result.is_error,
                 duration_s=duration_s,

@@ -29,6 +29,8 @@ from runner.run.checks import (
     structured_result,
 )
 from runner.run.compaction import Compactor
+from runner.run.features import end_hooks, guarded, start_hooks, task_skills, tools_with_skills
+from runner.run.hooks import HookRunner, stop_feedback
 from runner.run.loop import AgentGaveUp, Completion, run_loop
 from runner.run.replybounds import ReplyBounds
 from runner.run.requirements import GitState, git_state, requirement_problem
@@ -89,6 +91,9 @@ class _State:
     """The end of the last failed success check's output, for the reports."""
     git_before: GitState | None = None
     """The workdir's git state at the start, for `success.require.changed_files`."""
+    hooks: HookRunner | None = None
+    executor: Any = None
+    """The loop's tool executor when the task has hooks, skills or permissions (else the hub)."""
     children: list[str] = field(default_factory=list)
     """Session ids of the sub-agents the task started (runner.run.agents)."""
 
@@ -133,6 +138,8 @@ async def run_task(
         ctx.say(redactor.text(traceback.format_exc()))
     totals = _totals(state)
     result = state.completion.result if state.completion else ""
+    if status != "interrupted" and state.log is not None and not state.log.ended:
+        await end_hooks(state.hooks, status, reason)  # not on the way out after a signal
     lost = _end_log(state, status, reason, totals, result, kind)
     if lost is not None and code in (ExitCode.OK, ExitCode.FAILED, ExitCode.BUDGET):
         # The outcome stands in JUnit and the summary, but the log that backs it is incomplete.
@@ -224,11 +231,24 @@ async def _run(
     )
     try:
         async with hub:  # stops every server on the way out, cancellation included
-            tools = offered_tools(task, hub.allowed_tools)
+            skills = task_skills(task)
+            own = tools_with_skills(task, hub.tools, hub.allowed_tools, skills)
+            tools = offered_tools(task, own)
             check_tool_patterns(task, [*hub.tools, *tools])
-            system = task_system_prompt(task, settings, tools, ctx.env, mask=redactor.text)
+            system = task_system_prompt(
+                task, settings, tools, ctx.env, mask=redactor.text, skills=skills
+            )
             _open_log(task, llm, ctx, state, redactor, system, tools, resume)
             _warn_on_tool_drift(resume, tools, state, ctx)
+            state.hooks = start_hooks(
+                task,
+                ctx.env,
+                state.log,
+                lambda line: _warn(ctx, redactor, line),
+                tools,
+                lambda: state.budget.turns,
+            )
+            state.executor = guarded(task, hub, own, skills, state.hooks)
             # Everything imported and built so far lives for the whole run; the collector need not
             # walk it again. Without this, every full collection walks the SDKs' ~200k objects and
             # stalls a turn for over 100 ms.
@@ -310,16 +330,17 @@ async def _converse(
     def cost_of(usage: Usage) -> float:
         return cost_usd(usage, info)
 
+    opening = await state.hooks.session_start() if state.hooks else ""
     if resume is None:
-        messages = [Message("user", task.prompt)]
-        log.message("user", task.prompt, 0)
+        messages = [Message("user", task.prompt + opening)]
+        log.message("user", task.prompt + opening, 0)
     else:
         log.resume(
             resume.parent_id, [{"role": m.role, "content": m.content} for m in resume.messages]
         )
-        messages = [*resume.messages, Message("user", resume.message)]
+        messages = [*resume.messages, Message("user", resume.message + opening)]
         # Turns continue from the parent's: the new message belongs to its last turn.
-        log.message("user", resume.message, state.budget.turns)
+        log.message("user", resume.message + opening, state.budget.turns)
     compactor = Compactor(
         llm=llm,
         system=system,
@@ -335,7 +356,9 @@ async def _converse(
     if success.require.changed_files:
         state.git_before = await git_state(task.workdir, ctx.env)
     wind_down = WindDown(state.budget, timeout)
-    executor = agent_executor(hub, task, llm, log, state.budget, ctx, state.children)
+    executor = agent_executor(
+        state.executor or hub, task, llm, log, state.budget, ctx, state.children
+    )
     try:
         async with asyncio.timeout(timeout) as scope:
             while True:
@@ -391,6 +414,13 @@ async def _judge(
     unmet = requirement_problem(success.require, state.budget, state.git_before, after)
     if unmet is not None:
         return "requirement", unmet, ""
+    refusal = await state.hooks.stop(state.completion.result) if state.hooks else None
+    if refusal is not None:
+        return (
+            "stop_hook",
+            f"a stop hook refused the completion: {refusal}",
+            stop_feedback(refusal, attempts_left),
+        )
     problem = expect_problem(state.completion.result, success.expect)
     if problem is not None:
         feedback = (
@@ -416,6 +446,10 @@ _PROVIDER_KEYS = {
     "AGENT_RUNNER_OPENAI_API_KEY",
     "AGENT_RUNNER_ANTHROPIC_API_KEY",
 }
+
+
+def _warn(ctx: RunContext, redactor: Redactor, line: str) -> None:
+    ctx.say(redactor.text(f"warning: {line}"))
 
 
 def _hub_event(state: _State, ctx: RunContext, redactor: Redactor, event: Any) -> None:
