@@ -21,19 +21,14 @@ from runner.redact import Redactor
 from runner.run.agents import agent_concurrency, agent_executor, offered_tools
 from runner.run.budget import Budget, LimitExceeded, RunBudget
 from runner.run.checkout import checkout_record
-from runner.run.checks import (
-    expect_problem,
-    feedback_for_check,
-    output_tail,
-    run_check,
-    structured_result,
-)
+from runner.run.checks import structured_result
 from runner.run.compaction import Compactor
 from runner.run.features import end_hooks, guarded, start_hooks, task_skills, tools_with_skills
-from runner.run.hooks import HookRunner, stop_feedback
+from runner.run.hooks import HookRunner
+from runner.run.judge import judge_completion
 from runner.run.loop import AgentGaveUp, Completion, run_loop
 from runner.run.replybounds import ReplyBounds
-from runner.run.requirements import GitState, git_state, requirement_problem
+from runner.run.requirements import GitState, git_state
 from runner.run.session_tools import check_tool_patterns, task_system_prompt
 from runner.run.winddown import WindDown
 from runner.sessionlog import LogWriteError, SessionLogWriter
@@ -382,15 +377,25 @@ async def _converse(
                 if state.completion.status == "failure":
                     return "failed", "agent", "the agent reported failure"
                 attempt = success.retries - attempts_left + 1
-                problem = await _judge(task, ctx, state, attempt, attempts_left)
-                if problem is None:
+                verdict = await judge_completion(
+                    task,
+                    state.completion.result,
+                    env=ctx.env,
+                    log=log,
+                    budget=state.budget,
+                    hooks=state.hooks,
+                    git_before=state.git_before,
+                    attempt=attempt,
+                    attempts_left=attempts_left,
+                )
+                if verdict is None:
                     return "passed", "", "completed; checks passed"
-                kind, reason, feedback = problem
-                if attempts_left <= 0 or kind == "requirement":
-                    return "failed", kind, reason
+                state.check_output = verdict.check_output
+                if attempts_left <= 0 or verdict.kind == "requirement":
+                    return "failed", verdict.kind, verdict.reason
                 attempts_left -= 1
-                messages.append(Message("user", feedback))
-                log.message("user", feedback, state.budget.turns)
+                messages.append(Message("user", verdict.feedback))
+                log.message("user", verdict.feedback, state.budget.turns)
     except TimeoutError:
         if not scope.expired():
             raise
@@ -402,50 +407,6 @@ async def _converse(
         report = await wind_down.final_report(limit, llm, system, messages, log, cost_of, ctx.say)
         state.completion = report or state.completion
         raise
-
-
-async def _judge(
-    task: Task, ctx: RunContext, state: _State, attempt: int, attempts_left: int
-) -> tuple[str, str, str] | None:
-    """None when the completion passes; else (kind, reason, feedback for the agent)."""
-    assert state.completion is not None and state.log is not None
-    success = task.spec.success
-    after = await git_state(task.workdir, ctx.env) if success.require.changed_files else None
-    unmet = requirement_problem(success.require, state.budget, state.git_before, after)
-    if unmet is not None:
-        return "requirement", unmet, ""
-    refusal = await state.hooks.stop(state.completion.result) if state.hooks else None
-    if refusal is not None:
-        return (
-            "stop_hook",
-            f"a stop hook refused the completion: {refusal}",
-            stop_feedback(refusal, attempts_left),
-        )
-    problem = expect_problem(state.completion.result, success.expect)
-    if problem is not None:
-        feedback = (
-            f"Your attempt_completion result was not accepted: {problem}. "
-            "Fix it and call attempt_completion again."
-        )
-        return "expect", problem, feedback
-    if not success.check:
-        return None
-    env = {k: v for k, v in ctx.env.items() if k not in _PROVIDER_KEYS}
-    result = await run_check(success.check, task.workdir, success.check_timeout, env)
-    state.log.check(success.check, result.exit_code, result.output, attempt)
-    if result.exit_code == 0:
-        return None
-    state.check_output = output_tail(result.output).rstrip()
-    reason = f"success check `{success.check}` exited with {result.exit_code}"
-    return "check", reason, feedback_for_check(success.check, result, attempts_left)
-
-
-_PROVIDER_KEYS = {
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "AGENT_RUNNER_OPENAI_API_KEY",
-    "AGENT_RUNNER_ANTHROPIC_API_KEY",
-}
 
 
 def _warn(ctx: RunContext, redactor: Redactor, line: str) -> None:
