@@ -160,6 +160,8 @@ class Settings(BaseSettings):
     """Extra or overriding entries of the model table, keyed by model name."""
     extensions: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """MCP servers for every task; a task's own `extensions` are merged over these."""
+    hooks: dict[str, Any] = Field(default_factory=dict)
+    """Hooks for every task, run before a task's own (validated like a task's `hooks:`)."""
     agents: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Sub-agents for every task (DESIGN 13); a task's own `agents` are merged over these."""
     prompts: list[Path] = Field(default_factory=list)

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from runner.errors import ConfigError, ExitCode, Problem, TaskFileError
+from runner.run.features import feature_problems, with_config_hooks
 from runner.settings import Settings, environ, load_settings
 from runner.task import Task, discover_task_files, load_tasks
 
@@ -27,13 +28,14 @@ def load_selected_tasks(
     """Discover and load tasks with the config's extensions and the process environment."""
     check_config_extensions(settings)
     files = discover_task_files(paths)
-    return load_tasks(
+    tasks = load_tasks(
         files,
         params=params,
         config_extensions=settings.extensions,
         env=environ(),
         config_agents=settings.agents,
     )
+    return with_config_hooks(tasks, settings.hooks)
 
 
 def check_config_extensions(settings: Settings) -> None:
@@ -80,6 +82,9 @@ def check_sections(task: Task, settings: Settings) -> None:
         )
     except ConfigError as exc:
         raise ConfigError(f"{task.file}:{task.line}: task {task.name!r}: {exc}") from None
+    problems = feature_problems(task)  # skills and permission rules
+    if problems:
+        raise TaskFileError(problems)
 
 
 def validate(paths: Sequence[str], params: Mapping[str, str], config: Path | None) -> int:
@@ -87,14 +92,14 @@ def validate(paths: Sequence[str], params: Mapping[str, str], config: Path | Non
     settings = load_settings(config_file=config)
     try:
         tasks = load_selected_tasks(paths, params, settings)
+        for task in tasks:
+            check_sections(task, settings)
     except TaskFileError as exc:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
         print(f"{len(exc.problems)} problem(s) found", file=sys.stderr)
         annotate_config_error(str(exc), json_output=False)
         return ExitCode.USAGE
-    for task in tasks:
-        check_sections(task, settings)
     found = [p for task in tasks if task.spec.agents for p in agent_problems(task, settings)]
     problems = list({str(p): p for p in found}.values())  # a suite's defaults: said once
     if problems:
@@ -130,11 +135,15 @@ def print_prompt(
     tasks = load_selected_tasks([path], params, settings)
     task = _pick(tasks, name, path)
     from runner.redact import Redactor
-    from runner.run.session_tools import list_task_tools, task_system_prompt
+    from runner.run.agents import offered_tools
+    from runner.run.features import task_skills, tools_with_skills
+    from runner.run.session_tools import task_system_prompt, task_tool_lists
 
-    tools = list_task_tools(task, settings)
+    every, allowed = task_tool_lists(task, settings)
+    skills = task_skills(task)
+    tools = offered_tools(task, tools_with_skills(task, every, allowed, skills))
     mask = Redactor([*settings.secret_values(), *task.secrets]).text
-    sys.stdout.write(task_system_prompt(task, settings, tools, environ(), mask=mask))
+    sys.stdout.write(task_system_prompt(task, settings, tools, environ(), skills=skills, mask=mask))
     return ExitCode.OK
 
 

@@ -21,17 +21,14 @@ from runner.redact import Redactor
 from runner.run.agents import agent_concurrency, agent_executor, offered_tools
 from runner.run.budget import Budget, LimitExceeded, RunBudget
 from runner.run.checkout import checkout_record
-from runner.run.checks import (
-    expect_problem,
-    feedback_for_check,
-    output_tail,
-    run_check,
-    structured_result,
-)
+from runner.run.checks import structured_result
 from runner.run.compaction import Compactor
+from runner.run.features import end_hooks, guarded, start_hooks, task_skills, tools_with_skills
+from runner.run.hooks import HookRunner
+from runner.run.judge import judge_completion
 from runner.run.loop import AgentGaveUp, Completion, run_loop
 from runner.run.replybounds import ReplyBounds
-from runner.run.requirements import GitState, git_state, requirement_problem
+from runner.run.requirements import GitState, git_state
 from runner.run.session_tools import check_tool_patterns, task_system_prompt
 from runner.run.winddown import WindDown
 from runner.sessionlog import LogWriteError, SessionLogWriter
@@ -89,6 +86,9 @@ class _State:
     """The end of the last failed success check's output, for the reports."""
     git_before: GitState | None = None
     """The workdir's git state at the start, for `success.require.changed_files`."""
+    hooks: HookRunner | None = None
+    executor: Any = None
+    """The loop's tool executor when the task has hooks, skills or permissions (else the hub)."""
     children: list[str] = field(default_factory=list)
     """Session ids of the sub-agents the task started (runner.run.agents)."""
 
@@ -133,6 +133,8 @@ async def run_task(
         ctx.say(redactor.text(traceback.format_exc()))
     totals = _totals(state)
     result = state.completion.result if state.completion else ""
+    if status != "interrupted" and state.log is not None and not state.log.ended:
+        await end_hooks(state.hooks, status, reason)  # not on the way out after a signal
     lost = _end_log(state, status, reason, totals, result, kind)
     if lost is not None and code in (ExitCode.OK, ExitCode.FAILED, ExitCode.BUDGET):
         # The outcome stands in JUnit and the summary, but the log that backs it is incomplete.
@@ -224,11 +226,24 @@ async def _run(
     )
     try:
         async with hub:  # stops every server on the way out, cancellation included
-            tools = offered_tools(task, hub.allowed_tools)
+            skills = task_skills(task)
+            own = tools_with_skills(task, hub.tools, hub.allowed_tools, skills)
+            tools = offered_tools(task, own)
             check_tool_patterns(task, [*hub.tools, *tools])
-            system = task_system_prompt(task, settings, tools, ctx.env, mask=redactor.text)
+            system = task_system_prompt(
+                task, settings, tools, ctx.env, mask=redactor.text, skills=skills
+            )
             _open_log(task, llm, ctx, state, redactor, system, tools, resume)
             _warn_on_tool_drift(resume, tools, state, ctx)
+            state.hooks = start_hooks(
+                task,
+                ctx.env,
+                state.log,
+                lambda line: _warn(ctx, redactor, line),
+                tools,
+                lambda: state.budget.turns,
+            )
+            state.executor = guarded(task, hub, own, skills, state.hooks)
             # Everything imported and built so far lives for the whole run; the collector need not
             # walk it again. Without this, every full collection walks the SDKs' ~200k objects and
             # stalls a turn for over 100 ms.
@@ -310,16 +325,17 @@ async def _converse(
     def cost_of(usage: Usage) -> float:
         return cost_usd(usage, info)
 
+    opening = await state.hooks.session_start() if state.hooks else ""
     if resume is None:
-        messages = [Message("user", task.prompt)]
-        log.message("user", task.prompt, 0)
+        messages = [Message("user", task.prompt + opening)]
+        log.message("user", task.prompt + opening, 0)
     else:
         log.resume(
             resume.parent_id, [{"role": m.role, "content": m.content} for m in resume.messages]
         )
-        messages = [*resume.messages, Message("user", resume.message)]
+        messages = [*resume.messages, Message("user", resume.message + opening)]
         # Turns continue from the parent's: the new message belongs to its last turn.
-        log.message("user", resume.message, state.budget.turns)
+        log.message("user", resume.message + opening, state.budget.turns)
     compactor = Compactor(
         llm=llm,
         system=system,
@@ -335,7 +351,9 @@ async def _converse(
     if success.require.changed_files:
         state.git_before = await git_state(task.workdir, ctx.env)
     wind_down = WindDown(state.budget, timeout)
-    executor = agent_executor(hub, task, llm, log, state.budget, ctx, state.children)
+    executor = agent_executor(
+        state.executor or hub, task, llm, log, state.budget, ctx, state.children
+    )
     try:
         async with asyncio.timeout(timeout) as scope:
             while True:
@@ -359,15 +377,25 @@ async def _converse(
                 if state.completion.status == "failure":
                     return "failed", "agent", "the agent reported failure"
                 attempt = success.retries - attempts_left + 1
-                problem = await _judge(task, ctx, state, attempt, attempts_left)
-                if problem is None:
+                verdict = await judge_completion(
+                    task,
+                    state.completion.result,
+                    env=ctx.env,
+                    log=log,
+                    budget=state.budget,
+                    hooks=state.hooks,
+                    git_before=state.git_before,
+                    attempt=attempt,
+                    attempts_left=attempts_left,
+                )
+                if verdict is None:
                     return "passed", "", "completed; checks passed"
-                kind, reason, feedback = problem
-                if attempts_left <= 0 or kind == "requirement":
-                    return "failed", kind, reason
+                state.check_output = verdict.check_output
+                if attempts_left <= 0 or verdict.kind == "requirement":
+                    return "failed", verdict.kind, verdict.reason
                 attempts_left -= 1
-                messages.append(Message("user", feedback))
-                log.message("user", feedback, state.budget.turns)
+                messages.append(Message("user", verdict.feedback))
+                log.message("user", verdict.feedback, state.budget.turns)
     except TimeoutError:
         if not scope.expired():
             raise
@@ -381,41 +409,8 @@ async def _converse(
         raise
 
 
-async def _judge(
-    task: Task, ctx: RunContext, state: _State, attempt: int, attempts_left: int
-) -> tuple[str, str, str] | None:
-    """None when the completion passes; else (kind, reason, feedback for the agent)."""
-    assert state.completion is not None and state.log is not None
-    success = task.spec.success
-    after = await git_state(task.workdir, ctx.env) if success.require.changed_files else None
-    unmet = requirement_problem(success.require, state.budget, state.git_before, after)
-    if unmet is not None:
-        return "requirement", unmet, ""
-    problem = expect_problem(state.completion.result, success.expect)
-    if problem is not None:
-        feedback = (
-            f"Your attempt_completion result was not accepted: {problem}. "
-            "Fix it and call attempt_completion again."
-        )
-        return "expect", problem, feedback
-    if not success.check:
-        return None
-    env = {k: v for k, v in ctx.env.items() if k not in _PROVIDER_KEYS}
-    result = await run_check(success.check, task.workdir, success.check_timeout, env)
-    state.log.check(success.check, result.exit_code, result.output, attempt)
-    if result.exit_code == 0:
-        return None
-    state.check_output = output_tail(result.output).rstrip()
-    reason = f"success check `{success.check}` exited with {result.exit_code}"
-    return "check", reason, feedback_for_check(success.check, result, attempts_left)
-
-
-_PROVIDER_KEYS = {
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "AGENT_RUNNER_OPENAI_API_KEY",
-    "AGENT_RUNNER_ANTHROPIC_API_KEY",
-}
+def _warn(ctx: RunContext, redactor: Redactor, line: str) -> None:
+    ctx.say(redactor.text(f"warning: {line}"))
 
 
 def _hub_event(state: _State, ctx: RunContext, redactor: Redactor, event: Any) -> None:

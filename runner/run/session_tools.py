@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,7 +13,7 @@ from runner.task import Task
 from runner.toolcall import ToolSpec
 
 if TYPE_CHECKING:
-    from runner.prompt import Budgeting
+    from runner.prompt import Budgeting, Skill
 
 __all__ = [
     "check_tool_patterns",
@@ -43,15 +43,16 @@ def task_system_prompt(
     env: dict[str, str],
     sections: dict[str, str] | None = None,
     mask: Callable[[str], str] | None = None,
+    skills: Sequence[Skill] = (),
 ) -> str:
-    """The system prompt of `task` offering `tools`, exactly as a run renders it; `sections`
-    replace the task's inline sections (a sub-agent's ROLE); `mask` hides secrets in what the
-    prompt quotes from the task (its success check)."""
-    from runner.prompt import build_sections, host_facts, render_sections
+    """The system prompt of `task` offering `tools` (and `skills`), exactly as a run renders it;
+    `sections` replace the task's inline sections (a sub-agent's ROLE); `mask` hides secrets in
+    what the prompt quotes from the task (its success check)."""
+    from runner.prompt import build_sections, host_facts, render_sections, skills_section
 
     servers: dict[str, list[ToolSpec]] = {}
     for spec in tools:
-        if spec.server:  # the runner's own tools (sub_agent) belong to no MCP server
+        if spec.server:  # the runner's own tools (load_skill, sub_agent) belong to no MCP server
             servers.setdefault(spec.server, []).append(spec)
     built = build_sections(
         workdir=task.workdir,
@@ -63,6 +64,9 @@ def task_system_prompt(
         budgeting=task_budgeting(task, mask or (lambda text: text)),
         max_file_bytes=settings.prompt_file_max_bytes,
     )
+    if skills:  # after the dynamic sections, before the tool catalogue
+        at = next(i for i, section in enumerate(built) if section.title == "MCP SERVERS")
+        built.insert(at, skills_section(skills))
     return render_sections(built)
 
 

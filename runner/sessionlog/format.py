@@ -51,6 +51,7 @@ EVENT_TYPES = (
     "resume",
     "check",
     "retry",
+    "hook",
     "warning",
     "end",
 )

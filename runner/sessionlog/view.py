@@ -129,6 +129,12 @@ def _events(record: SessionRecord, verbose: bool, depth: int = 0) -> Iterator[st
             )
         elif kind == "warning":
             yield f"[warning] {event.get('message')}"
+        elif kind == "hook":
+            on = f" {event.get('tool')}" if event.get("tool") else ""
+            yield (
+                f"[hook {event.get('event')}{on} `{event.get('command')}`: {event.get('outcome')}, "
+                f"exit {event.get('exit_code')}]"
+            ) + (f"\n{event.get('stderr') or event.get('stdout') or ''}" if verbose else "")
         elif kind == "resume":
             count = len(event.get("messages") or [])
             yield f"[resumed from {event.get('parent_id')} with {count} messages]"

@@ -265,6 +265,35 @@ class SessionLogWriter:
             "retry", turn=turn, attempt=attempt, reason=reason, status=status, wait_s=wait_s
         )
 
+    def hook(
+        self,
+        *,
+        event: str,
+        tool: str | None,
+        command: str,
+        exit_code: int | None,
+        timed_out: bool,
+        duration_s: float,
+        outcome: str,
+        stdout: str,
+        stderr: str,
+        turn: int,
+    ) -> None:
+        """One run of a hook: how it ended (`ok`, `blocked`, `rewrote`, `warning`), output tails."""
+        self._event(
+            "hook",
+            turn=turn,
+            event=event,
+            tool=tool,
+            command=command,
+            exit_code=exit_code,
+            timed_out=timed_out,
+            duration_s=duration_s,
+            outcome=outcome,
+            stdout=stdout,
+            stderr=stderr,
+        )
+
     def warning(self, message: str) -> None:
         """Something the operator should know that did not stop the session (e.g. resume drift)."""
         self._event("warning", message=message)

@@ -13,6 +13,7 @@ from runner.task.agents import (
     agent_tool_problems,
     unmatched_allow_patterns,
 )
+from runner.task.hooks import Hook, Hooks, ToolHook, parse_config_hooks
 from runner.task.loader import Task, discover_task_files, load_tasks
 from runner.task.model import (
     Expect,
@@ -23,20 +24,29 @@ from runner.task.model import (
     TaskSpec,
     parse_duration,
 )
+from runner.task.permissions import Permissions, Rule, parse_rule, unmatched_rules
 
 __all__ = [
     "AgentLimits",
     "AgentSpec",
     "Expect",
+    "Hook",
+    "Hooks",
     "Limits",
+    "Permissions",
     "Require",
+    "Rule",
     "Success",
     "SuiteSpec",
     "Task",
     "TaskSpec",
+    "ToolHook",
     "agent_tool_problems",
     "discover_task_files",
     "load_tasks",
+    "parse_config_hooks",
     "parse_duration",
+    "parse_rule",
+    "unmatched_rules",
     "unmatched_allow_patterns",
 ]

@@ -9,6 +9,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 
 from runner.mcp import ToolPolicy
 from runner.task.agents import AgentSpec, check_agent_names
+from runner.task.hooks import Hooks
+from runner.task.permissions import Permissions
 
 __all__ = [
     "Duration",
@@ -157,6 +159,12 @@ class TaskSpec(_Strict):
     """How the result is judged."""
     secrets: list[str] = Field(default_factory=list)
     """Names of environment variables whose values are masked like the secret-named ones."""
+    hooks: Hooks = Hooks()
+    """Shell commands run at tool calls and session events (after the config file's)."""
+    skills: list[str] = Field(default_factory=list)
+    """Folders of `<name>/SKILL.md` skills, relative to the task file."""
+    permissions: Permissions = Permissions()
+    """`TOOL(GLOB)` rules over the calls' main arguments; deny wins."""
     tool_mode: Literal["xml", "native"] = "xml"
     """How tool calls are made: XML in text (default) or the provider's native tool API."""
     agents: dict[str, AgentSpec] = Field(default_factory=dict)

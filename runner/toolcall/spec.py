@@ -41,6 +41,8 @@ class ToolResult:
     is_error: bool = False
     denied: bool = False
     """The call never ran: a policy or permission rule refused it (`success.require` counts it)."""
+    arguments: Mapping[str, Any] | None = None
+    """The arguments the call ran with, when a pre_tool hook rewrote the model's; else None."""
     log_fields: Mapping[str, Any] = field(default_factory=dict, compare=False)
     """Extra fields of the session log's `tool_call` event (a sub-agent's `child_session_id`)."""
 

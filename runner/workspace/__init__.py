@@ -2,11 +2,13 @@
 
 `WorkspaceTools` holds the tools as plain methods over a `Confinement` (paths), `files`
 (read, write, replace, list, search) and `commands` (execute_command, with the `reaper` that
-kills a command's process group however the runner dies). The hub calls them in-process;
-`runner.workspace.server` serves the same tools over stdio for any MCP client (`agent-runner mcp
-workspace`, `python -m runner.workspace`). `tree` is the bounded, .gitignore-aware folder walk
-that the prompt's file list shares; `confined_read` reads a workdir file for the prompt (regular
-files inside the workdir only, bounded). Importing this face imports no MCP SDK.
+kills a command's process group however the runner dies). `shell` starts every command a task
+runs on the machine, execute_command's and the hooks' alike: the one seam a sandbox confines.
+The hub calls the tools in-process; `runner.workspace.server` serves them over stdio for any
+MCP client (`agent-runner mcp workspace`, `python -m runner.workspace`). `tree` is the bounded,
+.gitignore-aware folder walk that the prompt's file list shares; `confined_read` reads a workdir
+file for the prompt (regular files inside the workdir only, bounded). Importing this face imports
+no MCP SDK.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 from runner.workspace.confined_read import DEFAULT_PROMPT_FILE_BYTES, Bounded, read_confined
 from runner.workspace.paths import Confinement, WorkspaceError
 from runner.workspace.reaper import Reaper, shared_reaper
+from runner.workspace.shell import ShellRun, run_shell
 from runner.workspace.tools import DESCRIPTIONS, WorkspaceTools, error_text
 from runner.workspace.tree import Listing, list_tree
 
@@ -24,10 +27,12 @@ __all__ = [
     "Confinement",
     "Listing",
     "Reaper",
+    "ShellRun",
     "WorkspaceError",
     "WorkspaceTools",
     "error_text",
     "list_tree",
     "read_confined",
+    "run_shell",
     "shared_reaper",
 ]

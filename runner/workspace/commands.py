@@ -19,6 +19,7 @@ from runner.settings import WorkspaceLimits
 from runner.workspace.output import MAX_OUTPUT_CHARS, OutputSink
 from runner.workspace.paths import Confinement, WorkspaceError
 from runner.workspace.search import MAX_SEARCH_MATCHES, search_files
+from runner.workspace.shell import open_shell
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -127,23 +128,15 @@ class Commands:
         return f"{status}\n{sink.text()}"
 
     async def _run(self, command: str, sink: OutputSink, timeout: float) -> tuple[int | None, bool]:
-        # The spawn is shielded: the shell exists as soon as it is forked, but open_process awaits
-        # the event loop once more before it returns the process. A cancel (SIGINT) landing in
-        # that await would leave a running command that neither the `finally` below nor the
-        # reaper knows of (asyncio then kills the shell's pid only, not the children it forked).
-        # Shielded, the cancel lands in `process.wait()`, and the group is killed.
-        with anyio.CancelScope(shield=True):
-            process = await anyio.open_process(
-                ["/bin/sh", "-c", command],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                cwd=self.paths.root,
-                env=self._env,
-                start_new_session=True,
-            )
-            if self._watcher is not None:
-                self._watcher.watch(process.pid)
+        process = await open_shell(
+            command,
+            cwd=self.paths.root,
+            env=self._env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            watcher=self._watcher,
+        )
         try:
             async with anyio.create_task_group() as group:
                 read_all = anyio.Event()

@@ -79,6 +79,19 @@ def test_prompt_with_a_required_server_that_fails_exits_4(run_cli, tmp_path):
     assert "broken" in result.stderr and "Traceback" not in result.stderr
 
 
+def test_prompt_lists_skills_before_the_catalogue_and_offers_load_skill(run_cli):
+    guarded = REPO / "examples" / "tasks" / "guarded-fix.yaml"
+    result = run_cli("prompt", str(guarded))
+    assert result.returncode == 0, result.stderr
+    found = titles(result.stdout)
+    assert found.index("SKILLS") == found.index("MCP SERVERS") - 1
+    assert "- python-testing: How to run and read this project's Python unit tests" in result.stdout
+    assert "Run `python -m unittest -q` in the project folder" not in result.stdout  # the body
+    assert "## load_skill" in result.stdout
+    servers = result.stdout.split("# MCP SERVERS")[1].split("# TOOL USE")[0]
+    assert "- workspace: " in servers and "load_skill" not in servers  # the runner's own tool
+
+
 def test_prompt_of_a_task_with_agents_offers_sub_agent_with_each_agent(run_cli):
     result = run_cli("prompt", str(REPO / "examples" / "tasks" / "docs-with-agents.yaml"))
     assert result.returncode == 0, result.stderr

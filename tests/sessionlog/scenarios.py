@@ -197,6 +197,18 @@ def all_events(out: Path, *, golden: bool) -> SessionLogWriter:
     )
     w.check(f"pytest -q --token {SECRET}", 1, f"1 failed: token {SECRET}", 1)
     w.check("pytest -q", 0, "".join(f"test_{i} PASSED\n" for i in range(20)), 2)
+    w.hook(
+        event="session_end",
+        tool=None,
+        command="./ci/notify.sh",
+        exit_code=0,
+        timed_out=False,
+        duration_s=0.01,
+        outcome="ok",
+        stdout=f"sent (token={SECRET})",
+        stderr="",
+        turn=2,
+    )
     w.end(
         "passed",
         f"checks passed ({SECRET})",

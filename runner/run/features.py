@@ -1,0 +1,171 @@
+"""A task's hooks, skills and permission rules (DESIGN section 14), put together for a session.
+
+`feature_problems` is what `validate` (and `run`, before anything starts) checks without starting
+a server: the skills parse, declared skill folders exist, and each permission rule names a tool
+when the task's tools are known without starting anything (only the built-in workspace, plus
+`load_skill`). Once a session has listed its servers' tools, `tools_with_skills` checks the rules
+again against every tool, and `guarded` wraps the hub in the executor that enforces them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fnmatch
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from runner.errors import Problem, TaskFileError
+from runner.mcp import WORKSPACE, builtin_workspace_root, policy_allows, server_env
+from runner.prompt import Skill, discover_skills, load_skill_spec
+from runner.run.guard import GuardedExecutor, Hub
+from runner.run.hooks import HookLog, HookRunner
+from runner.run.permissions import PermissionGate, answers_to, check_rules_match
+from runner.task import Hooks, Task, parse_config_hooks, unmatched_rules
+from runner.toolcall import ToolSpec
+from runner.workspace import DESCRIPTIONS
+
+__all__ = [
+    "end_hooks",
+    "feature_problems",
+    "guarded",
+    "hook_env",
+    "start_hooks",
+    "task_skills",
+    "tools_with_skills",
+    "unmatched_hook_globs",
+    "with_config_hooks",
+]
+
+
+def with_config_hooks(tasks: list[Task], config_hooks: dict[str, Any]) -> list[Task]:
+    """The tasks with the config file's hooks before their own."""
+    hooks = parse_config_hooks(config_hooks) if config_hooks else Hooks()
+    if not hooks:
+        return tasks
+    return [
+        dataclasses.replace(
+            task, spec=task.spec.model_copy(update={"hooks": task.spec.hooks.after(hooks)})
+        )
+        for task in tasks
+    ]
+
+
+def _discover(task: Task) -> tuple[list[Skill], list[Problem]]:
+    declared = [(task.file.parent / folder).resolve() for folder in task.spec.skills]
+    return discover_skills(declared, task.workdir)
+
+
+def task_skills(task: Task) -> list[Skill]:
+    """The task's skills; TaskFileError lists every problem."""
+    skills, problems = _discover(task)
+    if problems:
+        raise TaskFileError(problems)
+    return skills
+
+
+def feature_problems(task: Task) -> list[Problem]:
+    """Problems of the task's skills and permission rules that show without starting a server."""
+    skills, problems = _discover(task)
+    enabled = [ext for ext in task.extensions.values() if ext.enabled]
+    if task.spec.permissions and all(builtin_workspace_root(ext) for ext in enabled):
+        workspace = [*DESCRIPTIONS, *(f"{WORKSPACE}__{name}" for name in DESCRIPTIONS)]
+        known = [*(workspace if enabled else ()), *(["load_skill"] if skills else [])]
+        for kind, index, rule in unmatched_rules(task.spec.permissions, known):
+            problems.append(
+                Problem(
+                    str(task.file),
+                    task.line,
+                    1,
+                    f"permissions.{kind}[{index}]",
+                    f"the rule {rule!r} matches no tool of the task",
+                    f"tools: {', '.join(known[: len(DESCRIPTIONS)]) or 'none'}; fix the name "
+                    "before the parenthesis",
+                )
+            )
+    return problems
+
+
+def tools_with_skills(
+    task: Task, every_tool: Sequence[ToolSpec], allowed: Sequence[ToolSpec], skills: Sequence[Skill]
+) -> list[ToolSpec]:
+    """The tools offered to the model: the policy's, plus `load_skill` when there are skills.
+
+    Raises ConfigError when a permission rule names none of the task's tools.
+    """
+    tools = list(allowed)
+    names = [name for spec in every_tool for name in answers_to(spec)]
+    if skills:
+        spec = load_skill_spec(skills)
+        names.append(spec.name)
+        if policy_allows(task.spec.tools, spec):
+            tools.append(spec)
+    check_rules_match(task.spec.permissions, names, f"{task.file}:{task.line}: task {task.name!r}")
+    return tools
+
+
+def hook_env(task: Task, env: dict[str, str]) -> dict[str, str]:
+    """What a hook's environment starts from: the one execute_command gets."""
+    workspace = task.extensions.get(WORKSPACE)
+    return server_env(env, workspace.envs if workspace is not None else {})
+
+
+def guarded(
+    task: Task,
+    inner: Hub,
+    tools: Sequence[ToolSpec],
+    skills: Sequence[Skill],
+    hooks: HookRunner | None,
+) -> Hub:
+    """The executor the loop calls: `inner` itself when the task has nothing to enforce."""
+    permissions = task.spec.permissions
+    if not permissions and hooks is None and not skills:
+        return inner
+    gate = PermissionGate(permissions, task.workdir) if permissions else None
+    return GuardedExecutor(inner, offered=tools, gate=gate, hooks=hooks, skills=skills)
+
+
+def start_hooks(
+    task: Task,
+    env: dict[str, str],
+    log: HookLog | None,
+    warn: Callable[[str], None],
+    tools: Sequence[ToolSpec],
+    turn: Callable[[], int],
+) -> HookRunner | None:
+    """The session's hook runner (None when the task has no hooks); warns about `match` globs
+    that name no tool: a config file's hooks apply to every task, whatever its tools."""
+    if not task.spec.hooks or log is None:
+        return None
+    for line in unmatched_hook_globs(task, tools):
+        log.warning(line)
+        warn(f"[{task.name}] {line}")
+    return HookRunner(
+        task.spec.hooks,
+        workdir=task.workdir,
+        env=hook_env(task, env),
+        session_id=getattr(log, "session_id", ""),
+        log=log,
+        warn=lambda line: warn(f"[{task.name}] {line}"),
+        turn=turn,
+    )
+
+
+async def end_hooks(hooks: HookRunner | None, status: str, reason: str) -> None:
+    """The session_end hooks; nothing they do changes the outcome."""
+    if hooks is None:
+        return
+    with contextlib.suppress(Exception):
+        await hooks.session_end(status, reason)
+
+
+def unmatched_hook_globs(task: Task, tools: Sequence[ToolSpec]) -> list[str]:
+    """Warnings for pre_tool/post_tool `match` globs that name none of the task's tools."""
+    names = [spec.name for spec in tools]
+    found = []
+    for event in ("pre_tool", "post_tool"):
+        for hook in getattr(task.spec.hooks, event):
+            for glob in hook.match:
+                if not any(fnmatch.fnmatchcase(name, glob) for name in names):
+                    found.append(f"{event} hook `{hook.run}`: match {glob!r} names no tool")
+    return found

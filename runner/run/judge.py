@@ -1,0 +1,82 @@
+"""Whether a completion passes: requirements, stop hooks, the expected result, the success check.
+
+The order is the cheapest and most final first: an unmet `success.require` fails the task for good
+(no retry), a stop hook's refusal and an `expect` or check failure go back to the agent, within
+`success.retries` (DESIGN 12 and 14).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from runner.run.budget import Budget
+from runner.run.checks import expect_problem, feedback_for_check, output_tail, run_check
+from runner.run.hooks import HookRunner, stop_feedback
+from runner.run.requirements import GitState, git_state, requirement_problem
+from runner.sessionlog import SessionLogWriter
+from runner.task import Task
+
+__all__ = ["Verdict", "judge_completion"]
+
+_PROVIDER_KEYS = {
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "AGENT_RUNNER_OPENAI_API_KEY",
+    "AGENT_RUNNER_ANTHROPIC_API_KEY",
+}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Why a completion was not accepted."""
+
+    kind: str
+    """`requirement`, `stop_hook`, `expect` or `check`: the JUnit failure type."""
+    reason: str
+    """One line for the reports."""
+    feedback: str
+    """What the agent is told when it gets another attempt ("" for a requirement: it does not)."""
+    check_output: str = ""
+    """The end of a failed check's output (unmasked: the caller masks what it reports)."""
+
+
+async def judge_completion(
+    task: Task,
+    result: str,
+    *,
+    env: Mapping[str, str],
+    log: SessionLogWriter,
+    budget: Budget,
+    hooks: HookRunner | None,
+    git_before: GitState | None,
+    attempt: int,
+    attempts_left: int,
+) -> Verdict | None:
+    """None when the completion `result` passes; else the first reason it does not."""
+    success = task.spec.success
+    after = await git_state(task.workdir, env) if success.require.changed_files else None
+    unmet = requirement_problem(success.require, budget, git_before, after)
+    if unmet is not None:
+        return Verdict("requirement", unmet, "")
+    refusal = await hooks.stop(result) if hooks else None
+    if refusal is not None:
+        reason = f"a stop hook refused the completion: {refusal}"
+        return Verdict("stop_hook", reason, stop_feedback(refusal, attempts_left))
+    problem = expect_problem(result, success.expect)
+    if problem is not None:
+        feedback = (
+            f"Your attempt_completion result was not accepted: {problem}. "
+            "Fix it and call attempt_completion again."
+        )
+        return Verdict("expect", problem, feedback)
+    if not success.check:
+        return None
+    check_env = {k: v for k, v in env.items() if k not in _PROVIDER_KEYS}
+    ran = await run_check(success.check, task.workdir, success.check_timeout, check_env)
+    log.check(success.check, ran.exit_code, ran.output, attempt)
+    if ran.exit_code == 0:
+        return None
+    reason = f"success check `{success.check}` exited with {ran.exit_code}"
+    feedback = feedback_for_check(success.check, ran, attempts_left)
+    return Verdict("check", reason, feedback, output_tail(ran.output).rstrip())

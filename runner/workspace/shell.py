@@ -1,0 +1,182 @@
+"""How the runner starts a shell command in a workdir: execute_command and hooks both come here.
+
+One seam for every command a task runs on the machine, so that a sandbox added later confines
+them all: `/bin/sh -c COMMAND` in the root, with the given (minimal) environment, as the leader
+of its own process group, which is killed whole when the command ends or times out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+import anyio
+from anyio.abc import ByteReceiveStream, Process
+
+__all__ = ["GroupWatcher", "ShellRun", "kill_group", "open_shell", "run_shell"]
+
+_DRAIN_AFTER_KILL_S = 2.0
+"""How long the output pipes may stay open once the group is killed (a child that left it)."""
+
+
+class GroupWatcher(Protocol):
+    """Told about each command's process group while it runs (`runner.workspace.reaper.Reaper`)."""
+
+    def watch(self, pgid: int) -> None: ...
+
+    def forget(self, pgid: int) -> None: ...
+
+
+async def open_shell(
+    command: str,
+    *,
+    cwd: Path,
+    env: Mapping[str, str] | None,
+    stdin: int | IO[Any] | None,
+    stdout: int | IO[Any] | None,
+    stderr: int | IO[Any] | None,
+    watcher: GroupWatcher | None = None,
+) -> Process:
+    """Start `command` with the shell in `cwd`, as the leader of a new process group, and tell
+    `watcher` (the reaper) about the group before anything can cancel the caller."""
+    # The spawn is shielded: the shell exists as soon as it is forked, but open_process awaits
+    # the event loop once more before it returns the process. A cancel (SIGINT) landing in that
+    # await would leave a running command that neither the caller's `finally` nor the reaper
+    # knows of (asyncio then kills the shell's pid only, not the children it forked). Shielded,
+    # the cancel lands in the caller's wait, and the group is killed.
+    with anyio.CancelScope(shield=True):
+        process = await anyio.open_process(
+            ["/bin/sh", "-c", command],
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            start_new_session=True,
+        )
+        if watcher is not None:
+            watcher.watch(process.pid)
+    return process
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL the process group led by `pid`; nothing happens when it is already gone."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+@dataclass(frozen=True)
+class ShellRun:
+    """A finished command: what it printed and how it ended."""
+
+    exit_code: int | None
+    """Its exit status; negative for a signal; None when it timed out."""
+    stdout: str
+    stderr: str
+    timed_out: bool
+    duration_s: float
+    truncated: bool = False
+    """Output beyond the cap was read and dropped."""
+
+
+async def run_shell(
+    command: str,
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    input_bytes: bytes,
+    timeout_s: float,
+    watcher: GroupWatcher | None = None,
+    max_output_bytes: int = 64 * 1024,
+) -> ShellRun:
+    """Run `command` with `input_bytes` on its stdin; keep the first `max_output_bytes` of stdout
+    and of stderr. At the end (or the timeout, or a cancellation) its whole group is killed."""
+    started = time.monotonic()
+    process = await open_shell(
+        command,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        watcher=watcher,
+    )
+    out, err = _Capture(max_output_bytes), _Capture(max_output_bytes)
+    timed_out = False
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(_feed, process, input_bytes)
+            group.start_soon(out.drain, process.stdout)
+            group.start_soon(err.drain, process.stderr)
+            with anyio.move_on_after(timeout_s) as scope:
+                await process.wait()
+            timed_out = scope.cancelled_caught
+            kill_group(process.pid)
+            with anyio.move_on_after(_DRAIN_AFTER_KILL_S):
+                await out.done.wait()
+                await err.done.wait()
+            group.cancel_scope.cancel()
+    finally:
+        kill_group(process.pid)
+        with anyio.CancelScope(shield=True):
+            await process.wait()
+        if watcher is not None:
+            watcher.forget(process.pid)
+    return ShellRun(
+        exit_code=None if timed_out else process.returncode,
+        stdout=out.text(),
+        stderr=err.text(),
+        timed_out=timed_out,
+        duration_s=round(time.monotonic() - started, 4),
+        truncated=out.dropped or err.dropped,
+    )
+
+
+async def _feed(process: Process, data: bytes) -> None:
+    """Write the input and close stdin; a command that does not read it is fine."""
+    stream = process.stdin
+    if stream is None:
+        return
+    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        if data:
+            await stream.send(data)
+    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        await stream.aclose()
+
+
+class _Capture:
+    """Reads a pipe to its end, keeping at most `cap` bytes."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.chunks: list[bytes] = []
+        self.kept = 0
+        self.dropped = False
+        self.done = anyio.Event()
+
+    async def drain(self, stream: ByteReceiveStream | None) -> None:
+        try:
+            if stream is None:
+                return
+            with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                while True:
+                    chunk = await stream.receive()
+                    room = self.cap - self.kept
+                    if len(chunk) > room:
+                        self.dropped = True
+                        chunk = chunk[: max(room, 0)]
+                    if chunk:
+                        self.chunks.append(chunk)
+                        self.kept += len(chunk)
+        finally:
+            self.done.set()
+
+    def text(self) -> str:
+        return b"".join(self.chunks).decode("utf-8", errors="replace")

@@ -1,0 +1,98 @@
+"""The hook runner against real shell commands: outcomes, warnings, and what a hook is given."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from runner.run.hooks import HookRunner
+from runner.task import Hooks
+
+pytestmark = pytest.mark.anyio
+
+
+class Log:
+    def __init__(self) -> None:
+        self.hooks: list[dict[str, Any]] = []
+        self.warnings: list[str] = []
+
+    def hook(self, **fields: Any) -> None:
+        self.hooks.append(fields)
+
+    def warning(self, message: str) -> None:
+        self.warnings.append(message)
+
+
+def runner(tmp_path: Path, hooks: dict[str, Any], log: Log, said: list[str]) -> HookRunner:
+    return HookRunner(
+        Hooks.model_validate(hooks),
+        workdir=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+        session_id="sid-1",
+        log=log,
+        warn=said.append,
+        turn=lambda: 3,
+    )
+
+
+async def test_any_exit_but_0_and_2_is_a_warning_and_the_call_goes_on(tmp_path: Path) -> None:
+    log, said = Log(), []
+    hooks = {"pre_tool": [{"run": "no-such-command-xyz"}, {"run": "exit 1"}]}
+    decision = await runner(tmp_path, hooks, log, said).pre_tool("t", {"a": 1}, lambda _: None)
+    assert decision.blocked is None and decision.arguments == {"a": 1}
+    assert [h["exit_code"] for h in log.hooks] == [127, 1]
+    assert [h["outcome"] for h in log.hooks] == ["warning", "warning"]
+    assert "exited with 127" in said[0]
+
+
+async def test_a_hook_that_ignores_a_large_event_on_stdin_still_finishes(tmp_path: Path) -> None:
+    log, said = Log(), []
+    hooks = {"post_tool": [{"run": "echo seen", "timeout": "20s"}]}
+    with anyio.fail_after(30):
+        added = await runner(tmp_path, hooks, log, said).post_tool("t", {}, "x" * 2_000_000, False)
+    assert added == "seen" and log.hooks[0]["outcome"] == "ok"
+
+
+async def test_the_event_on_stdin_carries_the_documented_fields(tmp_path: Path) -> None:
+    log, said = Log(), []
+    hooks = {"post_tool": [{"run": "cat > event.json; env > env.txt"}]}
+    await runner(tmp_path, hooks, log, said).post_tool("read_file", {"path": "a"}, "R", True)
+    event = json.loads((tmp_path / "event.json").read_text())
+    assert event == {
+        "event": "post_tool",
+        "tool": "read_file",
+        "arguments": {"path": "a"},
+        "result": "R",
+        "is_error": True,
+        "session_id": "sid-1",
+        "turn": 3,
+        "workdir": str(tmp_path),
+    }
+    env = (tmp_path / "env.txt").read_text()
+    assert "AGENT_RUNNER_TOOL=read_file" in env and "AGENT_RUNNER_SESSION_ID=sid-1" in env
+
+
+async def test_pre_tool_hooks_chain_rewrites_in_order(tmp_path: Path) -> None:
+    log, said = Log(), []
+    hooks = {
+        "pre_tool": [
+            {"run": 'echo \'{"arguments": {"n": 2}}\''},
+            {"run": "cat > seen.json"},
+        ]
+    }
+    decision = await runner(tmp_path, hooks, log, said).pre_tool("t", {"n": 1}, lambda _: None)
+    assert decision.arguments == {"n": 2}
+    assert json.loads((tmp_path / "seen.json").read_text())["arguments"] == {"n": 2}
+
+
+async def test_a_hook_matches_tools_by_glob(tmp_path: Path) -> None:
+    log, said = Log(), []
+    hooks = {"pre_tool": [{"match": ["write_*"], "run": "exit 2"}]}
+    hook_runner = runner(tmp_path, hooks, log, said)
+    assert (await hook_runner.pre_tool("read_file", {}, lambda _: None)).blocked is None
+    blocked = await hook_runner.pre_tool("write_to_file", {}, lambda _: None)
+    assert blocked.blocked is not None and "no reason given" in blocked.blocked

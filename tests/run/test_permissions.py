@@ -1,0 +1,132 @@
+"""Permission rules: parsing, the main argument, and the forms a rule is matched against."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from runner.errors import ConfigError
+from runner.run.permissions import PermissionGate, check_rules_match, main_argument
+from runner.task import Permissions, parse_rule
+from runner.toolcall import ToolSpec
+
+COMMAND = ToolSpec("execute_command", "", {}, server="workspace")
+WRITE = ToolSpec("write_to_file", "", {}, server="workspace")
+MCP = ToolSpec(
+    "create_issue",
+    "",
+    {
+        "type": "object",
+        "properties": {"count": {"type": "integer"}, "title": {"type": "string"}},
+        "required": ["count", "title"],
+    },
+    server="github",
+)
+
+
+def gate(tmp_path: Path, **rules: list[str]) -> PermissionGate:
+    return PermissionGate(Permissions(**rules), tmp_path)
+
+
+def test_a_rule_is_a_tool_glob_with_an_optional_argument_glob() -> None:
+    rule = parse_rule("execute_command(git push*)")
+    assert (rule.tool, rule.argument) == ("execute_command", "git push*")
+    assert parse_rule("github__*").argument is None
+    with pytest.raises(ValueError, match="TOOL\\(GLOB\\)"):
+        parse_rule("(no tool)")
+
+
+def test_a_malformed_rule_is_a_task_file_error() -> None:
+    with pytest.raises(ValidationError):
+        Permissions(deny=["two words(x)"])
+
+
+def test_the_main_argument_is_command_path_or_the_first_required_string() -> None:
+    assert main_argument(COMMAND) == "command"
+    assert main_argument(WRITE) == "path"
+    assert main_argument(MCP) == "title"
+    assert main_argument(ToolSpec("x", "", {"type": "object"})) is None
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git push",
+        "git   push origin main",
+        "cd src && git push",
+        "make || git push --force",
+        "echo $(git push)",
+        "FOO=1 BAR=2 git push",
+        "true\ngit push",
+    ],
+)
+def test_deny_rules_see_through_command_spelling(tmp_path: Path, command: str) -> None:
+    refusal = gate(tmp_path, deny=["execute_command(git push*)"]).refusal(
+        COMMAND, {"command": command}
+    )
+    assert refusal is not None and "'execute_command(git push*)'" in refusal
+
+
+def test_other_commands_and_other_tools_are_not_denied(tmp_path: Path) -> None:
+    rules = gate(tmp_path, deny=["execute_command(git push*)"])
+    assert rules.refusal(COMMAND, {"command": "git status"}) is None
+    assert rules.refusal(WRITE, {"path": "git push"}) is None
+
+
+@pytest.mark.parametrize("path", [".github/ci.yml", "./.github/ci.yml", "src/../.github/x/y.yml"])
+def test_deny_rules_match_the_path_as_written_or_normalised(tmp_path: Path, path: str) -> None:
+    refusal = gate(tmp_path, deny=["write_to_file(.github/**)"]).refusal(WRITE, {"path": path})
+    assert refusal is not None
+
+
+def test_deny_rules_match_the_real_path_through_a_symlink(tmp_path: Path) -> None:
+    (tmp_path / ".github").mkdir()
+    (tmp_path / "ci").symlink_to(tmp_path / ".github")
+    refusal = gate(tmp_path, deny=["write_to_file(.github/**)"]).refusal(
+        WRITE, {"path": "ci/deploy.yml"}
+    )
+    assert refusal is not None
+
+
+def test_allow_rules_must_match_every_piece_of_a_command(tmp_path: Path) -> None:
+    rules = gate(tmp_path, allow=["execute_command(echo *)", "execute_command(ls*)"])
+    assert rules.refusal(COMMAND, {"command": "echo a && ls -l"}) is None
+    refusal = rules.refusal(COMMAND, {"command": "echo a; rm -rf build"})
+    assert refusal is not None and "permissions.allow" in refusal
+
+
+def test_allow_rules_match_the_real_path(tmp_path: Path) -> None:
+    rules = gate(tmp_path, allow=["write_to_file(src/**)"])
+    assert rules.refusal(WRITE, {"path": "src/a.py"}) is None
+    assert rules.refusal(WRITE, {"path": "src/../setup.py"}) is not None
+
+
+def test_deny_wins_over_allow(tmp_path: Path) -> None:
+    rules = gate(tmp_path, allow=["execute_command(git *)"], deny=["execute_command(git push*)"])
+    assert rules.refusal(COMMAND, {"command": "git status"}) is None
+    refusal = rules.refusal(COMMAND, {"command": "git push"})
+    assert refusal is not None and "permissions.deny" in refusal
+
+
+def test_mcp_tools_are_matched_on_their_first_required_string(tmp_path: Path) -> None:
+    rules = gate(tmp_path, deny=["create_*(*secret*)"])
+    assert rules.refusal(MCP, {"count": 1, "title": "a secret plan"}) is not None
+    assert rules.refusal(MCP, {"count": 1, "title": "a plan"}) is None
+
+
+def test_a_rule_that_names_no_tool_is_a_configuration_error() -> None:
+    with pytest.raises(ConfigError, match=r"permissions.deny\[1\] 'execute_comand\(x\)'"):
+        check_rules_match(
+            Permissions(deny=["execute_command(y)", "execute_comand(x)"]),
+            ["execute_command", "read_file"],
+            "t.yaml:1",
+        )
+    check_rules_match(Permissions(allow=["read_*"]), ["read_file"], "t.yaml:1")
+
+
+def test_a_rule_may_name_a_tool_as_server__tool(tmp_path: Path) -> None:
+    rules = gate(tmp_path, deny=["workspace__execute_command(rm *)"])
+    assert rules.refusal(COMMAND, {"command": "rm -rf build"}) is not None
+    assert rules.refusal(COMMAND, {"command": "ls"}) is None
