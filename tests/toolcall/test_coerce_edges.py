@@ -173,3 +173,14 @@ def test_the_fast_path_vouches_only_for_what_certainly_fits() -> None:
 def test_arguments_for_a_root_that_is_not_an_object_are_refused_by_jsonschema() -> None:
     with pytest.raises(CoercionError, match="is not of type 'string'"):
         coerce_arguments({"a": "x"}, {"type": "string", "properties": {"a": {"type": "string"}}})
+
+
+def test_the_validator_cache_holds_at_most_1024_schemas() -> None:
+    from runner.toolcall import coerce
+
+    schemas = [{"type": "object", "maxProperties": n} for n in range(1100)]  # kept alive
+    for schema in schemas:
+        coerce._checked(schema)
+        assert len(coerce._VALIDATORS) <= 1024
+    assert len(coerce._VALIDATORS) > 1  # cleared when full, not at every new schema
+    assert coerce._checked(schemas[-1]) is coerce._checked(schemas[-1])  # cached
