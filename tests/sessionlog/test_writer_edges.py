@@ -207,3 +207,19 @@ def test_a_full_disk_gives_log_write_error_and_leaves_no_file_open(tmp_path: Pat
         "LogWriteError True",
         "handles left open: 0",
     ]
+
+
+def test_a_hook_run_is_logged_with_its_outcome_and_output(tmp_path: Path) -> None:
+    w = create(tmp_path, "hook", golden=False)
+    w.hook(
+        event="pre_tool_use", tool="t", command="./check.sh", exit_code=2, timed_out=False,
+        duration_s=0.5, outcome="blocked", stdout="no", stderr="", turn=3,
+    )  # fmt: skip
+    w.close()
+    (event,) = read_session(w.path).events
+    assert (event["type"], event["outcome"], event["exit_code"], event["turn"]) == (
+        "hook",
+        "blocked",
+        2,
+        3,
+    )
