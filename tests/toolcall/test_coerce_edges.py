@@ -76,7 +76,7 @@ def test_all_of_parts_decide_the_type_also_when_nested() -> None:
     schema = {"properties": {"a": {"allOf": [{"allOf": [{"type": "string"}]}]}}}
     assert coerce_arguments({"a": "5"}, schema) == {"a": "5"}
     deep: dict[str, Any] = {"type": "string"}
-    for _ in range(15):
+    for _ in range(20):
         deep = {"allOf": [deep]}
     assert coerce_value("5", deep) == "5"
 
@@ -184,3 +184,19 @@ def test_the_validator_cache_holds_at_most_1024_schemas() -> None:
         assert len(coerce._VALIDATORS) <= 1024
     assert len(coerce._VALIDATORS) > 1  # cleared when full, not at every new schema
     assert coerce._checked(schemas[-1]) is coerce._checked(schemas[-1])  # cached
+
+
+def test_a_schema_that_is_not_an_object_is_a_slot_of_any_value() -> None:
+    assert coerce_value("[1]", True) == [1]  # type: ignore[arg-type]
+    assert describe_schema(True) == "any JSON value or text"  # type: ignore[arg-type]
+
+
+def test_a_validation_message_is_cut_after_300_characters() -> None:
+    schema = {"properties": {"a": {"type": "string", "maxLength": 1}}}
+    message = "'{}' is too long"  # 14 characters around the value
+    with pytest.raises(CoercionError) as caught:
+        coerce_arguments({"a": "x" * 286}, schema)
+    assert caught.value.problems == ["<a>: " + message.format("x" * 286)]
+    with pytest.raises(CoercionError) as caught:
+        coerce_arguments({"a": "x" * 287}, schema)
+    assert caught.value.problems == ["<a>: " + message.format("x" * 287)[:300] + "..."]
