@@ -207,3 +207,10 @@ def test_a_call_cut_off_in_stray_text_after_a_parameter_is_still_a_cut_off_call(
     text = "<read_file>\n<path>a</path>\nand then the reply st"
     [raw] = find_calls(text, PARAMS)
     assert (raw.tool, raw.cut_off, raw.end) == ("read_file", True, len(text))
+
+
+def test_an_unknown_call_at_the_start_of_a_reply_that_ends_in_a_space_is_a_call() -> None:
+    # The look back for the line's start stops at offset 0: it must not wrap to the reply's end.
+    for text in ("<do_thing>\n<path>a</path>\n</do_thing> ", "<do_thing>\n<path>a</path>\n\t"):
+        [raw] = find_calls(text, PARAMS)
+        assert (raw.tool, raw.known, raw.start) == ("do_thing", False, 0)
