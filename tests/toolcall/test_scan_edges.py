@@ -214,3 +214,8 @@ def test_an_unknown_call_at_the_start_of_a_reply_that_ends_in_a_space_is_a_call(
     for text in ("<do_thing>\n<path>a</path>\n</do_thing> ", "<do_thing>\n<path>a</path>\n\t"):
         [raw] = find_calls(text, PARAMS)
         assert (raw.tool, raw.known, raw.start) == ("do_thing", False, 0)
+
+
+def test_a_stray_text_of_exactly_60_characters_is_shown_whole() -> None:
+    [raw] = find_calls(f"<read_file>\n<path>a</path>\n{'w' * 60}\n</read_file>", PARAMS)
+    assert raw.problems == [f"Text outside any parameter tag: '{'w' * 60}'."]
