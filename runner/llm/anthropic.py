@@ -131,7 +131,7 @@ class AnthropicMessages(SdkProvider["anthropic.AsyncAnthropic"]):
             )
             watch.alive()
             try:
-                async for event in stream:
+                while (event := await anext(stream, None)) is not None:
                     watch.alive()
                     if event.type == "message_start":
                         model = event.message.model or model
@@ -142,9 +142,14 @@ class AnthropicMessages(SdkProvider["anthropic.AsyncAnthropic"]):
                         stop_reason = event.delta.stop_reason or stop_reason
                         _take_usage(counts, getattr(event, "usage", None))
                     elif event.type == "message_stop":
+                        # The last event: the body's end is read in the background (`Drains`).
                         finished = True
+                        break
             finally:
-                await stream.close()
+                if finished:
+                    self._drains.add(stream)
+                else:
+                    await stream.close()
         if not finished:
             raise CallError("broken_stream", "stream ended before message_stop")
         text = "".join(parts)
