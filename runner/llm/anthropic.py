@@ -11,7 +11,7 @@ from runner.llm.base import Message, Usage
 from runner.llm.models import lookup_model
 from runner.llm.retry import CallError, CallTarget, Sleep
 from runner.llm.sdk_provider import SdkProvider
-from runner.llm.streaming import IdleWatch, estimate_usage
+from runner.llm.streaming import IdleWatch, ack_promptly, estimate_usage
 from runner.settings import Settings
 
 if TYPE_CHECKING:
@@ -130,6 +130,7 @@ class AnthropicMessages(SdkProvider["anthropic.AsyncAnthropic"]):
                 extra_body=extra or None,
             )
             watch.alive()
+            ack_promptly(stream.response)
             try:
                 while (event := await anext(stream, None)) is not None:
                     watch.alive()

@@ -16,7 +16,7 @@ from runner.llm.base import Message, Usage
 from runner.llm.models import lookup_model
 from runner.llm.retry import CallError, CallTarget, Sleep
 from runner.llm.sdk_provider import SdkProvider
-from runner.llm.streaming import IdleWatch, estimate_usage
+from runner.llm.streaming import IdleWatch, ack_promptly, estimate_usage
 from runner.settings import Settings
 
 if TYPE_CHECKING:
@@ -135,6 +135,7 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
                 stream_cls=openai.AsyncStream[ChatCompletionChunk],
             )
             watch.alive()
+            ack_promptly(stream.response)
             complete = False
             try:
                 while (chunk := await anext(stream, None)) is not None:

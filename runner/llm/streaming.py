@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, Protocol, Self
@@ -12,11 +13,43 @@ from typing import Any, Protocol, Self
 from runner.llm.base import Message, Usage
 from runner.llm.retry import CallError
 
-__all__ = ["CHARS_PER_TOKEN", "DRAIN_S", "Drains", "IdleWatch", "estimate_tokens", "estimate_usage"]
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "DRAIN_S",
+    "Drains",
+    "IdleWatch",
+    "ack_promptly",
+    "estimate_tokens",
+    "estimate_usage",
+]
 CHARS_PER_TOKEN = 4
 DRAIN_S = 2.0
 """How long the rest of a finished stream may take to arrive before its connection is closed
 instead of kept alive: a delayed ACK is 40-200 ms (Linux), up to 500 ms elsewhere."""
+
+
+def ack_promptly(response: Any) -> None:
+    """Have the client's kernel ACK this response's data at once instead of up to 40 ms later.
+
+    On a kept-alive connection Linux delays the client's ACKs ("pingpong" mode: it hopes to send
+    them with the next request). A server that leaves Nagle's algorithm on (`http.server`,
+    cpp-httplib, many small proxies) holds each small write until the one before is ACKed, so
+    the first event after the headers, and the body's end after the last event, each waited for
+    the 40 ms delayed-ACK timer. TCP_QUICKACK, set once the headers are in, sends the pending
+    ACK now and leaves pingpong mode for the rest of the response (the client sends nothing
+    until the next request). Linux only; elsewhere, and for a socket the transport does not
+    expose, nothing happens (`Drains` still spares the wait for the body's end).
+    """
+    option = getattr(socket, "TCP_QUICKACK", None)
+    extensions = getattr(response, "extensions", None)
+    stream = extensions.get("network_stream") if isinstance(extensions, dict) else None
+    if option is None or stream is None:
+        return
+    # asyncio hands out a TransportSocket, which has setsockopt but is no socket.socket.
+    sock = stream.get_extra_info("socket")
+    if callable(getattr(sock, "setsockopt", None)):
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, option, 1)
 
 
 class SdkStream(Protocol):
