@@ -87,11 +87,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=None, help="repetitions (default 3; quick 1)")
     parser.add_argument("--only", nargs="+", choices=FIGURES, default=list(FIGURES))
     parser.add_argument("--sizes", nargs="+", type=int, help="per-turn N values (default 1 20 200)")
+    parser.add_argument(
+        "--baseline", type=Path, help="a folder with another `runner` package to run side by side"
+    )
     args = parser.parse_args(argv)
     reps = args.reps or (1 if args.quick else 3)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp, TimedServer() as server:
         bench = Bench(server=server, scratch=Path(tmp), quick=args.quick, reps=reps)
+        bench.baseline = args.baseline.resolve() if args.baseline else None
         rows = run(bench, args.only, args.sizes)
     elapsed = time.perf_counter() - started
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
