@@ -57,7 +57,8 @@ def _bounded(text: str, where: str = "") -> str:
     if len(text) <= MAX_TEXT_CHARS:
         return text
     where = f"; the whole text is in {where} beside the log" if where else ""
-    return f"{text[:MAX_TEXT_CHARS]}\n[… cut: the page shows its first {MAX_TEXT_CHARS} characters{where}]"
+    note = f"[… cut: the page shows its first {MAX_TEXT_CHARS} characters{where}]"
+    return f"{text[:MAX_TEXT_CHARS]}\n{note}"
 
 
 def _pre(text: str, where: str = "") -> str:
