@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from runner.sessionlog.children import MAX_NESTING, child_log_path
-from runner.sessionlog.format import LogReadError
 from runner.sessionlog.reader import SessionRecord, find_sessions, read_session, status_of
 from runner.sessionlog.view import _shown_results
 
@@ -76,7 +75,8 @@ def _spilled(record: SessionRecord, event: dict[str, Any]) -> tuple[str, str]:
     folder = record.path.parent
     target = folder / str(ref)
     if not target.resolve().is_relative_to(folder.resolve()):
-        raise LogReadError(record.path, f"spill reference {ref!r} points outside the log's folder")
+        # A log is an artifact from elsewhere: its references must stay beside it.
+        return f"{inline}\n[… not read: the spill reference {ref} leaves the log's folder]", ""
     try:
         with target.open(encoding="utf-8", errors="replace") as file:
             return file.read(MAX_TEXT_CHARS + 1), str(ref)
@@ -92,8 +92,18 @@ def _secs(value: object) -> str:
     return f"{float(value):.2f}s" if isinstance(value, int | float) else "-"
 
 
+def _num(value: object) -> float:
+    """A number from a log field, 0 for anything else (a log is untrusted: any field may hold
+    any JSON value, and the page must still render)."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+
+
+def _obj(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _tokens(totals: dict[str, Any]) -> int:
-    return int(totals.get("input_tokens") or 0) + int(totals.get("output_tokens") or 0)
+    return int(_num(totals.get("input_tokens")) + _num(totals.get("output_tokens")))
 
 
 def _anchor(record: SessionRecord) -> str:
@@ -112,13 +122,13 @@ def _overview(records: list[SessionRecord]) -> str:
     for record in records:
         status = status_of(record)
         counts[status] = counts.get(status, 0) + 1
-        totals = (record.end or {}).get("totals") or {}
+        totals = _obj((record.end or {}).get("totals"))
         reason = str((record.end or {}).get("reason", "no end line: the session was cut off"))
-        sums["turns"] += int(totals.get("turns") or 0)
+        sums["turns"] += int(_num(totals.get("turns")))
         sums["tokens"] += _tokens(totals)
-        sums["cost"] += float(totals.get("cost_usd") or 0)
-        sums["calls"] += int(totals.get("tool_calls") or 0)
-        sums["duration"] += float(totals.get("duration_s") or 0)
+        sums["cost"] += _num(totals.get("cost_usd"))
+        sums["calls"] += int(_num(totals.get("tool_calls")))
+        sums["duration"] += _num(totals.get("duration_s"))
         rows.append(
             f'<tr><td><a href="#{_anchor(record)}">{_e(_task_name(record))}</a></td>'
             f'<td class="{_e(status)}">{_e(status)}</td><td>{_e(reason)}</td>'
@@ -165,7 +175,7 @@ def _end(record: SessionRecord) -> str:
     end = record.end
     if end is None:
         return '<div class="mark warning">no end line: the process stopped before the end</div>'
-    totals = end.get("totals") or {}
+    totals = _obj(end.get("totals"))
     status = str(end.get("status"))
     line = (
         f'<div class="mark end">End: <b class="{_e(status)}">{_e(status)}</b> - '
@@ -180,7 +190,7 @@ def _end(record: SessionRecord) -> str:
     return line
 
 
-def _tool_call(record: SessionRecord, event: dict[str, Any], depth: int) -> str:
+def _tool_call(record: SessionRecord, event: dict[str, Any], depth: int, seen: set[Path]) -> str:
     failed = bool(event.get("is_error"))
     args = json.dumps(event.get("arguments", {}), ensure_ascii=False)
     preview = " ".join(args.split())
@@ -198,16 +208,18 @@ def _tool_call(record: SessionRecord, event: dict[str, Any], depth: int) -> str:
     )
     child = child_log_path(record, event)
     if child is not None:
-        html += _child(child, depth + 1)
+        html += _child(child, depth + 1, seen)
     return html
 
 
-def _child(path: Path, depth: int) -> str:
+def _child(path: Path, depth: int, seen: set[Path]) -> str:
+    if path.resolve() in seen:  # a log naming itself, or a child named twice: shown once
+        return f'<div class="mark warning">sub-agent session {_e(path.stem)}: shown above</div>'
     if depth > MAX_NESTING:
         return f'<div class="mark warning">sub-agent session {_e(path.stem)}: nested too deep</div>'
     if not path.is_file():
         return f'<div class="mark warning">sub-agent session {_e(path.stem)}: no log here</div>'
-    return _session(read_session(path), depth, nested=True)
+    return _session(read_session(path), depth, seen, nested=True)
 
 
 def _mark(kind: str, text: str, body: str = "") -> str:
@@ -216,8 +228,14 @@ def _mark(kind: str, text: str, body: str = "") -> str:
     return f'<div class="mark {kind}">{_e(text)}</div>'
 
 
-def _event(record: SessionRecord, index: int, event: dict[str, Any], extra: dict[int, str],
-           depth: int) -> str:  # fmt: skip
+def _event(
+    record: SessionRecord,
+    index: int,
+    event: dict[str, Any],
+    extra: dict[int, str],
+    depth: int,
+    seen: set[Path],
+) -> str:
     kind = event.get("type")
     if kind == "message":
         content = extra.get(index, str(event.get("content", "")))
@@ -229,9 +247,9 @@ def _event(record: SessionRecord, index: int, event: dict[str, Any], extra: dict
             f"(turn {_e(event.get('turn'))})</div>{_pre(content)}</div>"
         )
     if kind == "tool_call":
-        return _tool_call(record, event, depth)
+        return _tool_call(record, event, depth, seen)
     if kind == "model_call":
-        usage = event.get("usage") or {}
+        usage = _obj(event.get("usage"))
         return (
             f'<div class="meta">model call, turn {_e(event.get("turn"))}: '
             f"{_e(usage.get('input_tokens', 0))} in / {_e(usage.get('output_tokens', 0))} out "
@@ -282,19 +300,20 @@ def _event(record: SessionRecord, index: int, event: dict[str, Any], extra: dict
     return _mark("other", f"{kind} event", _pre(json.dumps(event, indent=2, ensure_ascii=False)))
 
 
-def _events(record: SessionRecord, depth: int) -> Iterator[str]:
+def _events(record: SessionRecord, depth: int, seen: set[Path]) -> Iterator[str]:
     extra = _shown_results(record)
     for index, event in enumerate(record.events):
-        yield _event(record, index, event, extra, depth)
+        yield _event(record, index, event, extra, depth, seen)
 
 
-def _session(record: SessionRecord, depth: int = 0, nested: bool = False) -> str:
+def _session(record: SessionRecord, depth: int, seen: set[Path], nested: bool = False) -> str:
+    seen.add(record.path.resolve())
     status = status_of(record)
     title = (
         f'{_e(_task_name(record))} <span class="{_e(status)}">{_e(status)}</span>'
         f' <span class="meta">{_e(record.session_id)}</span>'
     )
-    body = _facts(record) + "".join(_events(record, depth)) + _end(record)
+    body = _facts(record) + "".join(_events(record, depth, seen)) + _end(record)
     if record.torn:
         body += '<div class="mark warning">the last line was torn (killed while writing)</div>'
     if nested:
@@ -311,6 +330,7 @@ def export_html(path: Path) -> str:
     records = [read_session(p) for p in find_sessions(path)]
     ids = {r.session_id for r in records}
     top = [r for r in records if r.header.get("parent_session_id") not in ids]
+    seen: set[Path] = set()
     title = f"agent-runner: {len(top)} session{'s' if len(top) != 1 else ''} from {path.name}"
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -318,6 +338,6 @@ def export_html(path: Path) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{_e(title)}</title><style>{_CSS}</style></head>\n<body>"
         f"<h1>{_e(title)}</h1>{_overview(top)}\n"
-        + "\n".join(_session(r) for r in top)
+        + "\n".join(_session(r, 0, seen) for r in top)
         + "\n</body></html>\n"
     )

@@ -155,7 +155,7 @@ def _chromium(url: str, profile: Path) -> str:
             f"--user-data-dir={profile}",
             "--dump-dom",
             url,
-        ],  # fmt: skip
+        ],
         capture_output=True,
         text=True,
         timeout=120,

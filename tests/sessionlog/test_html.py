@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from html import escape
 from pathlib import Path
 
@@ -81,3 +82,32 @@ def test_a_missing_log_is_a_clear_error(run_cli, tmp_path):
     result = run_cli("log", "export", "--format", "html", str(tmp_path / "nope"))
     assert result.returncode == 2
     assert "no such session log or folder" in result.stderr
+
+
+def test_a_hostile_log_renders_bounded_without_reading_outside(run_cli, tmp_path):
+    """A log is an artifact from elsewhere: wrong types, a log naming itself as its own child
+    many times, and a spill reference that leaves its folder still give a small, whole page."""
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    (tmp_path / "outside.txt").write_text("OUTSIDE-SECRET", encoding="utf-8")
+    lines = [
+        {"type": "header", "version": 1, "session_id": "loop", "task": "not a mapping"},
+        {"type": "model_call", "turn": "one", "usage": "lots", "cost_usd": "free"},
+        {
+            "type": "tool_call",
+            "tool": "read_file",
+            "result": "preview",
+            "result_ref": "../outside.txt",
+        },
+        *[{"type": "tool_call", "tool": "sub_agent", "child_session_id": "loop"}] * 50,
+        {"type": "mystery", "payload": "<script>x</script>"},
+        {"type": "end", "status": "passed", "totals": "many", "result": {"k": 1}},
+    ]
+    log = folder / "loop.jsonl"
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    html = _export(run_cli, tmp_path, tmp_path / "page.html")
+    assert "OUTSIDE-SECRET" not in html
+    assert "the spill reference ../outside.txt leaves the log&#x27;s folder" in html
+    assert html.count("sub-agent session loop: shown above") == 50
+    assert len(html) < 100_000
+    assert "mystery event" in html and "&lt;script&gt;x&lt;/script&gt;" in html
