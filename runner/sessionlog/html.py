@@ -260,7 +260,7 @@ def _event(
         return _mark(
             "retry",
             f"retry: attempt {event.get('attempt')} after {event.get('reason')} "
-            f"(status {event.get('status')}), waited {event.get('wait_s')}s",
+            f"(status {event.get('status')}), waited {_secs(event.get('wait_s'))}",
         )
     if kind == "compaction":
         text = (

@@ -22,7 +22,7 @@ def test_every_event_type_is_shown_and_marked(run_cli, tmp_path):
     html = _export(run_cli, writer.path, tmp_path / "page.html")
     assert SECRET not in html
     assert "resumed from 20241231T235959Z-all-events-0f0f0f with 2 messages" in html
-    assert "retry: attempt 1 after HTTP 429 for key ***" in html
+    assert "retry: attempt 1 after HTTP 429 for key *** (status 429), waited 2.00s" in html
     assert "context compacted (clear_tool_results) at turn 2: 9000 -&gt; 4000 tokens" in html
     assert "warning: the tool list changed" in html
     assert "check `pytest -q --token ***`: exit 1" in html
