@@ -423,7 +423,10 @@ def _log_export(args: argparse.Namespace) -> int:
     if args.output is None:
         sys.stdout.write(text)
     else:
-        args.output.write_text(text, encoding="utf-8")
+        try:
+            args.output.write_text(text, encoding="utf-8")
+        except OSError as error:
+            raise ConfigError(f"cannot write {args.output}: {error.strerror or error}") from error
     return ExitCode.OK
 
 

@@ -84,6 +84,15 @@ def test_a_missing_log_is_a_clear_error(run_cli, tmp_path):
     assert "no such session log or folder" in result.stderr
 
 
+def test_an_unwritable_output_is_a_clear_error(run_cli, tmp_path):
+    target = tmp_path / "missing-folder" / "x.html"
+    log = all_events(tmp_path / "run", golden=False).path
+    result = run_cli("log", "export", "--format", "html", str(log), "-o", str(target))
+    assert result.returncode == 2, result.stderr
+    assert f"cannot write {target}: No such file or directory" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_a_hostile_log_renders_bounded_without_reading_outside(run_cli, tmp_path):
     """A log is an artifact from elsewhere: wrong types, a log naming itself as its own child
     many times, and a spill reference that leaves its folder still give a small, whole page."""
