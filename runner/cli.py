@@ -418,6 +418,8 @@ def _log_show(args: argparse.Namespace) -> int:
 def _log_export(args: argparse.Namespace) -> int:
     from runner.sessionlog import export_html, export_json, export_markdown
 
+    if args.format != "html" and args.log.is_dir():
+        raise ConfigError(f"--format {args.format} exports one log file; only html takes a folder")
     exporters = {"json": export_json, "markdown": export_markdown, "html": export_html}
     text = exporters[args.format](args.log)
     if args.output is None:

@@ -120,3 +120,10 @@ def test_a_hostile_log_renders_bounded_without_reading_outside(run_cli, tmp_path
     assert html.count("sub-agent session loop: shown above") == 50
     assert len(html) < 100_000
     assert "mystery event" in html and "&lt;script&gt;x&lt;/script&gt;" in html
+
+
+def test_only_html_takes_a_folder(run_cli, tmp_path):
+    all_events(tmp_path / "run", golden=False).close()
+    result = run_cli("log", "export", "--format", "markdown", str(tmp_path / "run"))
+    assert result.returncode == 2
+    assert "--format markdown exports one log file; only html takes a folder" in result.stderr
