@@ -36,14 +36,14 @@ pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f8fa;padding:.5rem
 .facts{color:#555;font-size:.9em}.facts span{margin-right:1.2rem}
 .msg{margin:.6rem 0}.role{font-weight:bold}.assistant .role{color:#0a5}.user .role{color:#05a}
 details{margin:.3rem 0}summary{cursor:pointer}
-.tool>summary{font-family:monospace}.error>summary,.bad{color:#b00}
+.tool>summary{font-family:monospace}.tool.error>summary{color:#b00}
 .mark{padding:.2rem .5rem;margin:.3rem 0;border-left:4px solid #999;background:#fafafa}
 .retry{border-color:#d80}.compaction{border-color:#80d}.hook{border-color:#088}
 .warning{border-color:#d00}.meta{color:#777;font-size:.85em}
 .child{margin-left:1.5rem;border-left:3px solid #05a;padding-left:.6rem}
-.passed{color:#0a5}.failed,.error,.budget_exceeded,.interrupted,.incomplete{color:#b00}
+.st-passed{color:#0a5}.st-failed,.st-error,.st-budget_exceeded,.st-interrupted,.st-incomplete{color:#b00}
 """
-_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+_CSP = "default-src 'none'; style-src 'unsafe-inline'"
 
 
 def _e(value: object) -> str:
@@ -131,7 +131,7 @@ def _overview(records: list[SessionRecord]) -> str:
         sums["duration"] += _num(totals.get("duration_s"))
         rows.append(
             f'<tr><td><a href="#{_anchor(record)}">{_e(_task_name(record))}</a></td>'
-            f'<td class="{_e(status)}">{_e(status)}</td><td>{_e(reason)}</td>'
+            f'<td class="st-{_e(status)}">{_e(status)}</td><td>{_e(reason)}</td>'
             f'<td class="n">{_e(totals.get("turns", "-"))}</td>'
             f'<td class="n">{_tokens(totals)}</td>'
             f'<td class="n">{_money(totals.get("cost_usd"))}</td>'
@@ -178,7 +178,7 @@ def _end(record: SessionRecord) -> str:
     totals = _obj(end.get("totals"))
     status = str(end.get("status"))
     line = (
-        f'<div class="mark end">End: <b class="{_e(status)}">{_e(status)}</b> - '
+        f'<div class="mark end">End: <b class="st-{_e(status)}">{_e(status)}</b> - '
         f"{_e(end.get('reason', ''))} (turns {_e(totals.get('turns', 0))}, tokens "
         f"{_tokens(totals)}, cost {_money(totals.get('cost_usd'))}, tool calls "
         f"{_e(totals.get('tool_calls', 0))}, {_secs(totals.get('duration_s'))})</div>"
@@ -310,7 +310,7 @@ def _session(record: SessionRecord, depth: int, seen: set[Path], nested: bool = 
     seen.add(record.path.resolve())
     status = status_of(record)
     title = (
-        f'{_e(_task_name(record))} <span class="{_e(status)}">{_e(status)}</span>'
+        f'{_e(_task_name(record))} <span class="st-{_e(status)}">{_e(status)}</span>'
         f' <span class="meta">{_e(record.session_id)}</span>'
     )
     body = _facts(record) + "".join(_events(record, depth, seen)) + _end(record)

@@ -109,7 +109,7 @@ def test_the_page_holds_overview_messages_calls_child_and_marks(run):
     assert "<h2>Overview</h2>" in html
     overview = html.split("<h2>Overview</h2>", 1)[1].split("</table>", 1)[0]
     assert overview.count("<tbody><tr>") == 1  # the child is not a task of its own
-    assert 'class="passed">passed</td>' in overview and "1 sessions" in overview
+    assert 'class="st-passed">passed</td>' in overview and "1 sessions" in overview
     totals = parent.end["totals"] if parent.end else {}
     assert f"${totals['cost_usd']:.4f}" in overview
     for record in (parent, child):

@@ -32,7 +32,7 @@ def test_every_event_type_is_shown_and_marked(run_cli, tmp_path):
     assert "test_19 PASSED" in html  # the spilled check output too
     assert "resumed from</span>" not in html and "resumed from: 20241231T235959Z" in html
     assert escape("<attempt_completion><result>done</result></attempt_completion>") in html
-    assert 'class="passed">passed</b>' in html
+    assert 'class="st-passed">passed</b>' in html
 
 
 def test_a_compacted_session_shows_its_summary(run_cli, tmp_path):
