@@ -37,6 +37,7 @@ __all__ = [
     "EventSink",
     "ToolExecutor",
     "WindDownNotice",
+    "record_reply",
     "run_loop",
 ]
 
@@ -136,17 +137,7 @@ async def run_loop(
         await compactor.maybe_compact(messages, turn=budget.turns)
         reply = await _call_model(llm, system, messages, events, budget, compactor, cost_of)
         turn = budget.turns
-        messages.append(Message("assistant", reply.text))
-        events.message("assistant", reply.text, turn)
-        events.model_call(
-            turn,
-            latency_s=reply.latency_s,
-            usage=reply.usage,
-            cost_usd=cost_of(reply.usage),
-            retries=reply.retries,
-            stop_reason=reply.stop_reason,
-            model=reply.model,
-        )
+        record_reply(reply, turn, messages, events, cost_of)
         parsed = parse_reply(reply.text, by_name, unlisted=unlisted)
         if not parsed.items:
             silent_replies += 1
@@ -163,6 +154,23 @@ async def run_loop(
         if completion is not None:
             return completion
         _add_user(messages, events, "\n\n".join([*feedback, *filter(None, [refused])]), turn)
+
+
+def record_reply(
+    reply: Reply, turn: int, messages: list[Message], events: EventSink, cost_of: Any
+) -> None:
+    """Add the model's reply to the context and log it with its `model_call` event."""
+    messages.append(Message("assistant", reply.text))
+    events.message("assistant", reply.text, turn)
+    events.model_call(
+        turn,
+        latency_s=reply.latency_s,
+        usage=reply.usage,
+        cost_usd=cost_of(reply.usage),
+        retries=reply.retries,
+        stop_reason=reply.stop_reason,
+        model=reply.model,
+    )
 
 
 async def _call_model(

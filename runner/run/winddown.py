@@ -22,7 +22,7 @@ from typing import Literal, Protocol
 from runner.errors import RunnerError
 from runner.llm import LLM, Message, Usage
 from runner.run.budget import Budget, LimitExceeded
-from runner.run.loop import Completion, EventSink
+from runner.run.loop import Completion, EventSink, record_reply
 from runner.toolcall import ATTEMPT_COMPLETION, ToolCall, parse_reply
 
 __all__ = [
@@ -159,17 +159,7 @@ class WindDown:
             return None
         self.budget.turns = turn
         self.budget.charge(reply.usage, cost_of(reply.usage))
-        messages.append(Message("assistant", reply.text))
-        events.message("assistant", reply.text, turn)
-        events.model_call(
-            turn,
-            latency_s=reply.latency_s,
-            usage=reply.usage,
-            cost_usd=cost_of(reply.usage),
-            retries=reply.retries,
-            stop_reason=reply.stop_reason,
-            model=reply.model,
-        )
+        record_reply(reply, turn, messages, events, cost_of)
         return Completion(_report_text(reply.text), "failure")
 
 
