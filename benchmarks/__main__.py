@@ -27,14 +27,15 @@ def _system_prompt(scratch: Path) -> str:
     return found[0].read_text(encoding="utf-8") if found else "You are an agent.\n" * 500
 
 
-def run(bench: Bench, only: list[str]) -> list[Row]:
+def run(bench: Bench, only: list[str], sizes: list[int] | None = None) -> list[Row]:
     rows: list[Row] = []
-    sizes = (1,) if bench.quick else (1, 20, 200)
+    sizes = sizes or ([1] if bench.quick else [1, 20, 200])
     if "per_turn" in only:
         for wire in ("openai", "anthropic"):
             for n in sizes:
-                rows += figures.per_turn(bench, wire, n)
-                _progress(rows[-1])
+                for nagle in (False, True):
+                    rows += figures.per_turn(bench, wire, n, nagle=nagle)
+                    _progress(rows[-1])
     steps = {
         "cold_start": lambda: figures.cold_start(bench),
         "mcp_call": lambda: figures.mcp_call(bench),
@@ -85,12 +86,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     parser.add_argument("--reps", type=int, default=None, help="repetitions (default 3; quick 1)")
     parser.add_argument("--only", nargs="+", choices=FIGURES, default=list(FIGURES))
+    parser.add_argument("--sizes", nargs="+", type=int, help="per-turn N values (default 1 20 200)")
+    parser.add_argument(
+        "--baseline", type=Path, help="a folder with another `runner` package to run side by side"
+    )
     args = parser.parse_args(argv)
     reps = args.reps or (1 if args.quick else 3)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp, TimedServer() as server:
         bench = Bench(server=server, scratch=Path(tmp), quick=args.quick, reps=reps)
-        rows = run(bench, args.only)
+        bench.baseline = args.baseline.resolve() if args.baseline else None
+        rows = run(bench, args.only, args.sizes)
     elapsed = time.perf_counter() - started
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     name = "quick" if args.quick else "full"

@@ -1,6 +1,6 @@
 """The floor: a bare agent loop with the same SDK and the same requests, and a no-op tool.
 
-    python -m benchmarks.bare_loop --wire openai --system PROMPT.md --max-turns N
+    python -m benchmarks.bare_loop --wire openai --system PROMPT.md --max-turns N [--sync]
 
 It streams each request exactly as the runner's provider does (same SDK, same system prompt, same
 history growth), runs an in-process no-op tool for any reply that is not attempt_completion, and
@@ -75,6 +75,58 @@ async def _anthropic_loop(client: Any, system: str, max_turns: int) -> int:
     return turns
 
 
+def _sync_loop(wire: str, system: str, max_turns: int) -> int:
+    """The synchronous SDK client doing the same requests (the second per-turn floor)."""
+    if wire == "openai":
+        import openai
+
+        client: Any = openai.OpenAI(max_retries=0)
+    else:
+        import anthropic
+
+        client = anthropic.Anthropic(max_retries=0)
+    messages: list[Any] = [{"role": "user", "content": PROMPT}]
+    turns = 0
+    try:
+        while turns < max_turns:
+            parts = []
+            if wire == "openai":
+                stream = client.chat.completions.create(
+                    model="gpt-4.1",
+                    messages=[{"role": "system", "content": system}, *messages],
+                    stream=True,
+                    stream_options={"include_usage": True},
+                    max_tokens=8192,
+                )
+                for chunk in stream:
+                    parts += [c.delta.content for c in chunk.choices if c.delta.content]
+            else:
+                cached: Any = {
+                    "type": "text",
+                    "text": system,
+                    "cache_control": {"type": "ephemeral"},
+                }
+                stream = client.messages.create(
+                    model="claude-sonnet-4-5",
+                    max_tokens=8192,
+                    system=[cached],
+                    messages=messages,
+                    stream=True,
+                )
+                for event in stream:
+                    if event.type == "content_block_delta" and event.delta.type == "text_delta":
+                        parts.append(event.delta.text)
+            turns += 1
+            text = "".join(parts)
+            if "<attempt_completion>" in text:
+                break
+            messages.append({"role": "assistant", "content": text})
+            messages.append({"role": "user", "content": TOOL_RESULT})
+    finally:
+        client.close()
+    return turns
+
+
 async def _run(wire: str, system: str, max_turns: int, concurrent: int) -> int:
     """`concurrent` loops on one client (the --jobs floor); the number of turns they made."""
     if wire == "openai":
@@ -100,9 +152,13 @@ def main() -> int:
     parser.add_argument("--system", type=Path, help="system prompt file (default: a short one)")
     parser.add_argument("--max-turns", type=int, default=10_000)
     parser.add_argument("--concurrent", type=int, default=1, help="loops at once, one client")
+    parser.add_argument("--sync", action="store_true", help="the synchronous SDK client")
     args = parser.parse_args()
     system = args.system.read_text(encoding="utf-8") if args.system else "You are an agent."
-    turns = asyncio.run(_run(args.wire, system, args.max_turns, args.concurrent))
+    if args.sync:
+        turns = _sync_loop(args.wire, system, args.max_turns)
+    else:
+        turns = asyncio.run(_run(args.wire, system, args.max_turns, args.concurrent))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps({"turns": turns, "peak_rss_kib": peak, "pid": os.getpid()}))
     return 0

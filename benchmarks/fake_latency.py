@@ -3,7 +3,8 @@
 `TimedServer` is `tests.fakes.model_server.FakeModelServer` with three additions the benchmark
 needs and the tests do not: a fixed latency before each reply, a reply chosen from the request
 itself (so concurrent tasks each get their own script), and a record per request. The fake
-server itself is unchanged; this wraps its (private) handler and state.
+server itself is unchanged; this wraps its (private) handler and state. It also has a mode with
+Nagle's algorithm left on (`reset(nagle=True)`), which the tests' server turns off.
 """
 
 from __future__ import annotations
@@ -114,6 +115,13 @@ class _TimedHandler(_Handler):
             self.rfile = rfile
 
 
+class _NagleHandler(_TimedHandler):
+    """The same handler with Nagle's algorithm left on, as `http.server`, cpp-httplib (llama.cpp's
+    server) and many small proxies leave it: a small write waits for the ACK of the one before."""
+
+    disable_nagle_algorithm = False
+
+
 class _Replay:
     """A file-like object that yields `data` first, then reads from `rest`."""
 
@@ -158,8 +166,13 @@ class TimedServer(FakeModelServer):
         script: Callable[[Any], Step] | None = None,
         latency_s: float | None = None,
         watch_pid: int | None = None,
+        nagle: bool = False,
     ) -> None:
-        """Start a new measurement: clear the arrivals, optionally change script/latency/watch."""
+        """Start a new measurement: clear the arrivals, optionally change script/latency/watch.
+
+        `nagle=True` serves the connections accepted from now on with Nagle's algorithm on.
+        """
+        self._httpd.RequestHandlerClass = _NagleHandler if nagle else _TimedHandler
         state = self.state
         with state.lock:
             state.arrivals = []

@@ -53,6 +53,9 @@ class Bench:
     reps: int
     raw: dict[str, Any] = field(default_factory=dict)
     """Every sample, for the JSON file."""
+    baseline: Path | None = None
+    """A folder holding another `runner` package (e.g. `git archive main runner`): the per-turn
+    figures also run it, side by side, as the "before" of a change."""
 
     def __post_init__(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -62,7 +65,7 @@ class Bench:
     def workdir(self) -> Path:
         return self.scratch / "ws"
 
-    def env(self) -> dict[str, str]:
+    def env(self, root: Path = REPO) -> dict[str, str]:
         keep = ("PATH", "HOME", "LANG", "TMPDIR", "SYSTEMROOT")
         env = {k: v for k, v in os.environ.items() if k in keep}
         env.update(
@@ -71,7 +74,7 @@ class Bench:
             ANTHROPIC_BASE_URL=self.server.anthropic_base_url,
             ANTHROPIC_API_KEY="sk-ant-bench",
             XDG_CONFIG_HOME=str(self.scratch / "xdg"),  # no user config leaks in
-            PYTHONPATH=str(REPO),
+            PYTHONPATH=os.pathsep.join(dict.fromkeys((str(root), str(REPO)))),
         )
         return env
 
@@ -81,14 +84,19 @@ class Bench:
         return path
 
     def spawn(
-        self, argv: list[str], *, watch: bool = False, cwd: Path | None = None
+        self,
+        argv: list[str],
+        *,
+        watch: bool = False,
+        cwd: Path | None = None,
+        root: Path = REPO,
     ) -> tuple[float, float, str]:
         """Run a process to its end: (perf_counter at spawn, wall seconds, stdout)."""
         started = time.perf_counter()
         process = subprocess.Popen(
             argv,
             cwd=cwd or self.scratch,
-            env=self.env(),
+            env=self.env(root),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -107,8 +115,10 @@ class Bench:
             raise RuntimeError(f"{argv[:5]} exited {process.returncode}:\n{out}\n{err[-3000:]}")
         return started, wall, out
 
-    def runner(self, *args: str, watch: bool = False) -> tuple[float, float, str]:
-        return self.spawn([sys.executable, "-m", "runner", *args], watch=watch)
+    def runner(
+        self, *args: str, watch: bool = False, root: Path = REPO
+    ) -> tuple[float, float, str]:
+        return self.spawn([sys.executable, "-m", "runner", *args], watch=watch, root=root)
 
     def bare(self, *args: str, watch: bool = False) -> tuple[float, float, str]:
         return self.spawn([sys.executable, "-m", "benchmarks.bare_loop", *args], watch=watch)
@@ -130,27 +140,59 @@ def _task(n: int) -> str:
     )
 
 
-def per_turn(bench: Bench, wire: str, n: int) -> list[Row]:
-    """A scripted task of n read_file turns through the runner, against the bare SDK loop."""
+def per_turn(bench: Bench, wire: str, n: int, *, nagle: bool = False) -> list[Row]:
+    """A scripted task of n read_file turns through the runner, against the bare SDK loops.
+
+    `nagle=True` runs it against the server with Nagle's algorithm on; the row's floor is then
+    the bare *sync* SDK loop (the async one pays the same stall the runner used to, see
+    BENCHMARKS.md), otherwise the bare async loop. The note gives the other floor.
+    """
     task = bench.task_file(f"turns-{n}", _task(n))
-    runner_s, bare_s, walls = [], [], []
+    runner_s, bare_s, sync_s, before_s, walls = [], [], [], [], []
     for rep in range(bench.reps):
-        out = bench.scratch / f"out-turns-{wire}-{n}-{rep}"
-        bench.server.reset(script=tool_turns(n), latency_s=0.0)
+        out = bench.scratch / f"out-turns-{wire}-{n}-{rep}-{int(nagle)}"
+        bench.server.reset(script=tool_turns(n), latency_s=0.0, nagle=nagle)
         _, wall, _ = bench.runner(
             "run", str(task), "--model", MODELS[wire], "--out", str(out), "-q"
         )
         runner_s.append(_per_turn(bench.server.arrivals))
         walls.append(wall)
         prompt = next((out / "prompts").glob("*.md"))
-        bench.server.reset(script=tool_turns(n))
+        bench.server.reset(script=tool_turns(n), nagle=nagle)
         bench.bare("--wire", wire, "--system", str(prompt))
         bare_s.append(_per_turn(bench.server.arrivals))
-    bench.raw[f"per_turn.{wire}.{n}"] = {"runner_s": runner_s, "bare_s": bare_s, "wall_s": walls}
-    runner, floor = statistics.median(runner_s), statistics.median(bare_s)
+        bench.server.reset(script=tool_turns(n), nagle=nagle)
+        bench.bare("--wire", wire, "--system", str(prompt), "--sync")
+        sync_s.append(_per_turn(bench.server.arrivals))
+        if bench.baseline is not None:
+            bench.server.reset(script=tool_turns(n), nagle=nagle)
+            before = ("run", str(task), "--model", MODELS[wire], "--out", f"{out}-before", "-q")
+            bench.runner(*before, root=bench.baseline)
+            before_s.append(_per_turn(bench.server.arrivals))
+    server = "Nagle on" if nagle else "TCP_NODELAY"
+    bench.raw[f"per_turn.{wire}.{n}.{'nagle' if nagle else 'nodelay'}"] = {
+        "runner_s": runner_s,
+        "bare_async_s": bare_s,
+        "bare_sync_s": sync_s,
+        "before_s": before_s,
+        "wall_s": walls,
+    }
+    runner = statistics.median(runner_s)
+    async_floor, sync_floor = statistics.median(bare_s), statistics.median(sync_s)
+    floor = sync_floor if nagle else async_floor
+    other = (
+        f"bare async {async_floor * 1e3:.3g} ms"
+        if nagle
+        else f"bare sync {sync_floor * 1e3:.3g} ms"
+    )
+    note = f"floor: bare {'sync' if nagle else 'async'} SDK loop; {other}"
+    if before_s:
+        before = statistics.median(before_s)
+        note += f"; before: {before * 1e3:.3g} ms ({before / floor:.2f}x)"
     ok = n == 20 or runner <= 1.3 * floor
-    target = "" if n == 20 else "<= 1.3x bare"
-    return [Row(f"per-turn, {wire}, N={n}", runner, floor, "ms", target, None if n == 20 else ok)]
+    target = "" if n == 20 else f"<= 1.3x bare {'sync' if nagle else 'async'}"
+    figure = f"per-turn, {wire}, N={n}, {server}"
+    return [Row(figure, runner, floor, "ms", target, None if n == 20 else ok, note)]
 
 
 def cold_start(bench: Bench) -> list[Row]:

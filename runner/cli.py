@@ -279,9 +279,12 @@ def _add_log(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="show tool calls and results in full instead of one line each",
     )
     show.set_defaults(handler=_log_show)
-    export = sub.add_parser("export", help="export a session log")
-    export.add_argument("log", type=Path, metavar="LOG")
-    export.add_argument("--format", choices=["json", "markdown"], default="json")
+    export = sub.add_parser(
+        "export",
+        help="export a session log (html: also every log of a run folder, as one page)",
+    )
+    export.add_argument("log", type=Path, metavar="LOG|DIR")
+    export.add_argument("--format", choices=["json", "markdown", "html"], default="json")
     export.add_argument("-o", "--output", type=Path, metavar="FILE", help="write here, not stdout")
     export.set_defaults(handler=_log_export)
 
@@ -413,13 +416,19 @@ def _log_show(args: argparse.Namespace) -> int:
 
 
 def _log_export(args: argparse.Namespace) -> int:
-    from runner.sessionlog import export_json, export_markdown
+    from runner.sessionlog import export_html, export_json, export_markdown
 
-    text = export_json(args.log) if args.format == "json" else export_markdown(args.log)
+    if args.format != "html" and args.log.is_dir():
+        raise ConfigError(f"--format {args.format} exports one log file; only html takes a folder")
+    exporters = {"json": export_json, "markdown": export_markdown, "html": export_html}
+    text = exporters[args.format](args.log)
     if args.output is None:
         sys.stdout.write(text)
     else:
-        args.output.write_text(text, encoding="utf-8")
+        try:
+            args.output.write_text(text, encoding="utf-8")
+        except OSError as error:
+            raise ConfigError(f"cannot write {args.output}: {error.strerror or error}") from error
     return ExitCode.OK
 
 

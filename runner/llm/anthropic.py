@@ -11,7 +11,7 @@ from runner.llm.base import Message, Usage
 from runner.llm.models import lookup_model
 from runner.llm.retry import CallError, CallTarget, Sleep
 from runner.llm.sdk_provider import SdkProvider
-from runner.llm.streaming import IdleWatch, estimate_usage
+from runner.llm.streaming import IdleWatch, ack_promptly, estimate_usage
 from runner.settings import Settings
 
 if TYPE_CHECKING:
@@ -130,8 +130,9 @@ class AnthropicMessages(SdkProvider["anthropic.AsyncAnthropic"]):
                 extra_body=extra or None,
             )
             watch.alive()
+            ack_promptly(stream.response)
             try:
-                async for event in stream:
+                while (event := await anext(stream, None)) is not None:
                     watch.alive()
                     if event.type == "message_start":
                         model = event.message.model or model
@@ -142,9 +143,14 @@ class AnthropicMessages(SdkProvider["anthropic.AsyncAnthropic"]):
                         stop_reason = event.delta.stop_reason or stop_reason
                         _take_usage(counts, getattr(event, "usage", None))
                     elif event.type == "message_stop":
+                        # The last event: the body's end is read in the background (`Drains`).
                         finished = True
+                        break
             finally:
-                await stream.close()
+                if finished:
+                    self._drains.add(stream)
+                else:
+                    await stream.close()
         if not finished:
             raise CallError("broken_stream", "stream ended before message_stop")
         text = "".join(parts)

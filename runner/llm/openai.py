@@ -16,7 +16,7 @@ from runner.llm.base import Message, Usage
 from runner.llm.models import lookup_model
 from runner.llm.retry import CallError, CallTarget, Sleep
 from runner.llm.sdk_provider import SdkProvider
-from runner.llm.streaming import IdleWatch, estimate_usage
+from runner.llm.streaming import IdleWatch, ack_promptly, estimate_usage
 from runner.settings import Settings
 
 if TYPE_CHECKING:
@@ -135,8 +135,10 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
                 stream_cls=openai.AsyncStream[ChatCompletionChunk],
             )
             watch.alive()
+            ack_promptly(stream.response)
+            complete = False
             try:
-                async for chunk in stream:
+                while (chunk := await anext(stream, None)) is not None:
                     watch.alive()
                     model = chunk.model or model
                     if chunk.usage is not None:
@@ -146,8 +148,17 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
                             parts.append(choice.delta.content)
                         if choice.finish_reason:
                             stop_reason = choice.finish_reason
+                    # The usage chunk is the last before `[DONE]`: the reply is complete, and
+                    # the body's end is read in the background (see `Drains`). A server that
+                    # sends no usage is read to the end here.
+                    complete = stop_reason is not None and usage is not None
+                    if complete:
+                        break
             finally:
-                await stream.close()
+                if complete:
+                    self._drains.add(stream)
+                else:
+                    await stream.close()
         text = "".join(parts)
         if stop_reason is None:
             raise CallError("broken_stream", "stream ended before its finish_reason")

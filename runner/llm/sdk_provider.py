@@ -9,6 +9,7 @@ from typing import Any, Generic, TypeVar
 from runner.llm.base import Message, Reply, RetryEvent, Usage
 from runner.llm.preload import Preload
 from runner.llm.retry import CallTarget, Sleep, call_with_retries
+from runner.llm.streaming import Drains
 from runner.settings import ModelInfo, Settings
 
 __all__ = ["Attempt", "SdkProvider"]
@@ -42,6 +43,8 @@ class SdkProvider(Generic[ClientT]):
         self._target = target
         self._sleep = sleep
         self._preload = Preload(build, name=f"{self.provider}-client")
+        self._drains = Drains()
+        """Finished streams whose body's end is still being read (see `Drains`)."""
 
     @property
     def _client(self) -> ClientT:
@@ -66,7 +69,8 @@ class SdkProvider(Generic[ClientT]):
         return Reply(text, usage, stop_reason, time.monotonic() - started, retries, model)
 
     async def aclose(self) -> None:
-        """Close the HTTP connections."""
+        """Finish the background drains, then close the HTTP connections."""
+        await self._drains.wait()
         client: Any = self._client
         await client.close()
 

@@ -1,17 +1,102 @@
-"""Helpers the streaming providers share: idle timeouts per chunk, and usage estimates."""
+"""Helpers the streaming providers share: idle timeouts per chunk, the drain of a finished
+stream, and usage estimates."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Self
+from typing import Any, Protocol, Self
 
 from runner.llm.base import Message, Usage
 from runner.llm.retry import CallError
 
-__all__ = ["CHARS_PER_TOKEN", "IdleWatch", "estimate_tokens", "estimate_usage"]
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "DRAIN_S",
+    "Drains",
+    "IdleWatch",
+    "ack_promptly",
+    "estimate_tokens",
+    "estimate_usage",
+]
 CHARS_PER_TOKEN = 4
+DRAIN_S = 2.0
+"""How long the rest of a finished stream may take to arrive before its connection is closed
+instead of kept alive: a delayed ACK is 40-200 ms (Linux), up to 500 ms elsewhere."""
+
+
+def ack_promptly(response: Any) -> None:
+    """Have the client's kernel ACK this response's data at once instead of up to 40 ms later.
+
+    On a kept-alive connection Linux delays the client's ACKs ("pingpong" mode: it hopes to send
+    them with the next request). A server that leaves Nagle's algorithm on (`http.server`,
+    cpp-httplib, many small proxies) holds each small write until the one before is ACKed, so
+    the first event after the headers, and the body's end after the last event, each waited for
+    the 40 ms delayed-ACK timer. TCP_QUICKACK, set once the headers are in, sends the pending
+    ACK now and leaves pingpong mode for the rest of the response (the client sends nothing
+    until the next request). Linux only; elsewhere, and for a socket the transport does not
+    expose, nothing happens (`Drains` still spares the wait for the body's end).
+    """
+    option = getattr(socket, "TCP_QUICKACK", None)
+    extensions = getattr(response, "extensions", None)
+    stream = extensions.get("network_stream") if isinstance(extensions, dict) else None
+    if option is None or stream is None:
+        return
+    # asyncio hands out a TransportSocket, which has setsockopt but is no socket.socket.
+    sock = stream.get_extra_info("socket")
+    if callable(getattr(sock, "setsockopt", None)):
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, option, 1)
+
+
+class SdkStream(Protocol):
+    """What both SDKs' `AsyncStream` offer: the next event, and close."""
+
+    def __anext__(self) -> Any: ...
+
+    async def close(self) -> None: ...
+
+
+class Drains:
+    """Finished streams read to their end in the background, one task each.
+
+    Once a stream's final event (and its usage) has arrived, the reply is complete, but the
+    HTTP/1.1 body is not: the chunked terminator (and OpenAI's `data: [DONE]`) is still to come.
+    A server that leaves Nagle's algorithm on holds that last small write until the client's
+    delayed ACK, 40 ms later; waiting for it would stall every turn. The SDKs need the body read
+    to its end to put the connection back in the pool, so a task does that here while the run
+    goes on; a body that does not end within `DRAIN_S` has its connection closed. `wait()` (from
+    the provider's `aclose`) leaves no task behind.
+    """
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def add(self, stream: SdkStream) -> None:
+        """Read the rest of `stream` in the background, then close it."""
+        task = asyncio.get_running_loop().create_task(_drain(stream, DRAIN_S))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def wait(self) -> None:
+        """Wait for every drain under way (each is bounded by `DRAIN_S`)."""
+        while self._tasks:
+            await asyncio.wait(set(self._tasks))
+
+
+async def _drain(stream: SdkStream, limit_s: float) -> None:
+    try:
+        async with asyncio.timeout(limit_s):
+            while await anext(stream, None) is not None:
+                pass
+    except Exception:  # the reply is complete; only the connection is lost
+        pass
+    finally:
+        with contextlib.suppress(Exception):
+            await stream.close()
 
 
 class IdleWatch:

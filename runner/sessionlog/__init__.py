@@ -4,7 +4,8 @@
 `read_session(path)` reads one back. The format is docs/session-log.md and
 docs/session-log.schema.json. The code lives in `format` (the versioned contract, ids, errors),
 `writer`, `files` (spilled results and the saved prompt), `reader`, `children` (sub-agent logs
-beside their parent's) and `view` (`log show` and `log export`); import it from here.
+beside their parent's), `view` (`log show` and `log export`) and `html` (`log export --format
+html`); import it from here.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from runner.sessionlog.format import (
     new_session_id,
     prompt_sha256,
 )
+from runner.sessionlog.html import export_html
 from runner.sessionlog.reader import (
     SessionRecord,
     find_sessions,
@@ -51,6 +53,7 @@ __all__ = [
     "SessionRecord",
     "child_log_path",
     "children_of",
+    "export_html",
     "export_json",
     "export_markdown",
     "find_sessions",

@@ -77,6 +77,11 @@ class Step:
     """Hold the answer until the server has received this many requests in all (bounded by
     `hold_timeout_s`; a hold that times out is counted in `hold_timeouts`)."""
     hold_timeout_s: float = 20.0
+    hold_end_until: int | None = None
+    """Send every event of a streamed reply, then withhold the body's end (OpenAI's
+    `data: [DONE]`, the chunked terminator) until the server has received this many requests in
+    all (bounded by `hold_timeout_s`, counted in `hold_timeouts`): a client that waits for the
+    end before its next request waits out the bound."""
 
 
 def reply(text: str, **fields: Any) -> Step:
@@ -122,6 +127,7 @@ class _State:
     released: threading.Event = field(default_factory=threading.Event)
     stalled: threading.Event = field(default_factory=threading.Event)
     connections: set[socket.socket] = field(default_factory=set)
+    accepted: int = 0
 
     def take(self, request: RecordedRequest) -> Step | None:
         with self.lock:
@@ -134,14 +140,14 @@ class _State:
                 return self.steps.popleft()
             return self.default
 
-    def hold(self, step: Step) -> None:
-        """Wait until `step.hold_until` requests have arrived, or its timeout."""
-        if step.hold_until is None:
+    def hold(self, step: Step, until: int | None = None) -> None:
+        """Wait until `until` (default `step.hold_until`) requests have arrived, or the step's
+        timeout."""
+        count = step.hold_until if until is None else until
+        if count is None:
             return
         with self.arrived:
-            if not self.arrived.wait_for(
-                lambda: len(self.requests) >= (step.hold_until or 0), step.hold_timeout_s
-            ):
+            if not self.arrived.wait_for(lambda: len(self.requests) >= count, step.hold_timeout_s):
                 self.hold_timeouts += 1
 
 
@@ -191,6 +197,12 @@ class FakeModelServer:
     def hold_timeouts(self) -> int:
         """Held answers whose wait for other requests timed out (0: every hold was met)."""
         return self._state.hold_timeouts
+
+    @property
+    def connections_accepted(self) -> int:
+        """TCP connections accepted so far (a kept-alive client reuses one)."""
+        with self._state.lock:
+            return self._state.accepted
 
     def push(self, *steps: Step) -> None:
         """Append steps to the script."""
@@ -265,6 +277,7 @@ class _Handler(BaseHTTPRequestHandler):
         super().setup()
         with self.server.state.lock:
             self.server.state.connections.add(self.connection)
+            self.server.state.accepted += 1
 
     def finish(self) -> None:
         with self.server.state.lock:
@@ -342,7 +355,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         events = list(wire.events())
         cut_at = wire.final_index(events)
+        held = False
         for index, event in enumerate(events):
+            if step.hold_end_until is not None and event == _DONE:
+                held = True  # OpenAI's `[DONE]` is part of the body's end, after the reply
+                self.server.state.hold(step, step.hold_end_until)
             if step.fault == "stall" and index == 1:
                 self.server.state.stalled.set()
                 self.server.state.released.wait()
@@ -353,6 +370,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
             return
+        if step.hold_end_until is not None and not held:
+            self.server.state.hold(step, step.hold_end_until)
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
         if step.fault == "cut":
@@ -361,6 +380,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
+
+
+_DONE = b"data: [DONE]\n\n"
 
 
 def _first_user_text(body: Any) -> str:
@@ -505,7 +527,7 @@ class _OpenAIWire:
         yield self._chunk([{"index": 0, "delta": {}, "finish_reason": self._finish()}])
         if self.include_usage:
             yield self._chunk([], usage=self.usage())
-        yield b"data: [DONE]\n\n"
+        yield _DONE
 
     def final_index(self, events: list[bytes]) -> int:
         """Index of the finish_reason chunk: a cut stream stops before it."""
