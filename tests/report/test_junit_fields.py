@@ -224,3 +224,15 @@ def test_system_out_names_the_child_sessions() -> None:
     parent = replace(outcome("lead", "passed"), child_sessions=("sess-a", "sess-b"))
     out = case_of(junit_text(summary_of([parent]), Redactor()), "lead").findtext("system-out")
     assert out is not None and "child_sessions: sess-a, sess-b" in out.splitlines()
+
+
+def test_a_failed_checks_output_follows_the_reason_in_the_failure_body() -> None:
+    failed = replace(
+        outcome("check", "failed", kind="check", reason="success check `pytest` exited with 1"),
+        check_output="E   assert 1 == 2",
+    )
+    failure = case_of(junit_text(summary_of([failed]), Redactor()), "check").find("failure")
+    assert failure is not None
+    assert failure.text == (
+        "success check `pytest` exited with 1\n\ncheck output (last part):\nE   assert 1 == 2"
+    )

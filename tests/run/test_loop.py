@@ -355,3 +355,64 @@ async def test_tool_call_durations_are_rounded_to_a_tenth_of_a_millisecond() -> 
     assert len(durations) == 4
     # A mutant rounding to 5 places passes this only if all four readings end in 0 there.
     assert all(round(d, 4) == d for d in durations)
+
+
+# --- the run cost cap's reservations, denied calls, the wind-down notice (issue 21 survivors) ---
+
+
+async def test_a_reservation_holds_its_estimate_while_the_call_is_under_way() -> None:
+    shared = RunBudget(max_cost_usd=1.0)
+    budget = Budget(run=shared)
+    assert shared.reserved_usd == 0 and budget.reserve_output_tokens == 0
+    with budget.reservation(0.25):
+        assert shared.reserved_usd == pytest.approx(0.25)
+        with budget.reservation(0.5):  # a second task's call: both are held
+            assert shared.reserved_usd == pytest.approx(0.75)
+        assert shared.reserved_usd == pytest.approx(0.25)
+    assert shared.reserved_usd == 0
+
+
+async def test_a_call_is_refused_once_spent_and_held_reach_the_cap() -> None:
+    shared = RunBudget(max_cost_usd=1.0, spent_usd=0.5)
+    budget = Budget(run=shared)
+    with budget.reservation(0.5), pytest.raises(LimitExceeded) as caught:
+        # 0.5 spent + 0.5 held is exactly the cap: no further call starts
+        with budget.reservation(0.01):
+            pass
+    assert caught.value.kind == "run_cost"
+    assert "$0.5000 spent and $0.5000 held" in str(caught.value)
+    assert shared.reserved_usd == 0
+
+
+async def test_calls_a_policy_refused_are_counted_as_denied() -> None:
+    class Refusing(Executor):
+        async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+            self.calls.append((name, arguments))
+            return ToolResult("refused", is_error=True, denied=name == "wipe")
+
+    budget = Budget()
+    script = ScriptedLLM("<wipe>\n</wipe>", echo(), "<wipe>\n</wipe>", done())
+    await run(script, budget=budget, executor=Refusing())
+    assert (budget.tool_calls, budget.denied_calls) == (3, 2)
+
+
+async def test_the_wind_down_notice_is_asked_before_every_model_call() -> None:
+    asked: list[int] = []
+
+    class Notice:
+        def before_call(self, messages: list[Message], events: Any) -> None:
+            asked.append(len(messages))
+
+    await run_loop(
+        llm=ScriptedLLM(echo(), done()),
+        system="system",
+        messages=[Message("user", "the task")],
+        tools=[ECHO],
+        executor=Executor(),
+        events=Events(),
+        budget=Budget(),
+        compactor=Compactor(),  # type: ignore[arg-type]
+        cost_of=lambda usage: 0.0,
+        wind_down=Notice(),
+    )
+    assert asked == [1, 3]
