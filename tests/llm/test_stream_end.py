@@ -22,7 +22,11 @@ from runner.llm.streaming import ack_promptly
 from tests.fakes.model_server import FakeModelServer, reply
 from tests.llm.conftest import SleepRecorder, make_settings
 
-pytestmark = pytest.mark.anyio
+pytestmark = [
+    pytest.mark.anyio,
+    # The SDK warns about models nearing end of life; the names here are just test data.
+    pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning"),
+]
 
 HELLO = [Message("user", "Say hello.")]
 
