@@ -375,10 +375,13 @@ async def test_a_reservation_holds_its_estimate_while_the_call_is_under_way() ->
 async def test_a_call_is_refused_once_spent_and_held_reach_the_cap() -> None:
     shared = RunBudget(max_cost_usd=1.0, spent_usd=0.5)
     budget = Budget(run=shared)
-    with budget.reservation(0.5), pytest.raises(LimitExceeded) as caught:
-        # 0.5 spent + 0.5 held is exactly the cap: no further call starts
-        with budget.reservation(0.01):
-            pass
+    # 0.5 spent + 0.5 held is exactly the cap: no further call starts
+    with (
+        budget.reservation(0.5),
+        pytest.raises(LimitExceeded) as caught,
+        budget.reservation(0.01),
+    ):
+        pass
     assert caught.value.kind == "run_cost"
     assert "$0.5000 spent and $0.5000 held" in str(caught.value)
     assert shared.reserved_usd == 0
