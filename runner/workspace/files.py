@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -16,7 +15,7 @@ from pathlib import Path
 from runner.settings import WorkspaceLimits
 from runner.workspace.paths import Confinement, WorkspaceError
 from runner.workspace.regular import read_regular, write_regular
-from runner.workspace.tree import IgnoreRules, gitignore_rules, is_ignored
+from runner.workspace.tree import walk_entries
 
 __all__ = [
     "MAX_LINE_CHARS",
@@ -213,23 +212,5 @@ def _digest(data: bytes) -> str:
 
 def walk(root: Path, start: Path, *, recursive: bool) -> Iterator[str]:
     """Paths under `start` relative to `root`, sorted, skipping .git and .gitignore'd entries."""
-    parts = start.relative_to(root).parts
-    folders = [root.joinpath(*parts[:depth]) for depth in range(len(parts) + 1)]
-    rules = [rule for folder in folders for rule in gitignore_rules(folder)]
-    yield from _walk(root, start, rules, recursive)
-
-
-def _walk(root: Path, folder: Path, rules: IgnoreRules, recursive: bool) -> Iterator[str]:
-    try:
-        children = sorted(os.scandir(folder), key=lambda e: e.name)
-    except OSError:
-        return
-    for child in children:
-        path = Path(child.path)
-        is_dir = child.is_dir(follow_symlinks=False)
-        if child.name == ".git" or is_ignored(path, is_dir, rules):
-            continue
-        rel = path.relative_to(root).as_posix()
-        yield f"{rel}/" if is_dir else rel
-        if is_dir and recursive:
-            yield from _walk(root, path, [*rules, *gitignore_rules(path)], recursive)
+    for rel, entry in walk_entries(root, start, recursive=recursive):
+        yield f"{rel}/" if entry.is_dir(follow_symlinks=False) else rel

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING or __name__ != "__main__":
-    from runner.workspace.tree import IgnoreRules, gitignore_rules, is_ignored
+    from runner.workspace.tree import walk_entries
 else:
     # Run as a script (`python -I search_worker.py`): importing the package would import its face
     # and pydantic, 0.2 s per search. tree.py needs only pathspec; load it by its path.
@@ -29,11 +29,7 @@ else:
     _tree = importlib.util.module_from_spec(_spec)
     sys.modules["_tree"] = _tree
     _spec.loader.exec_module(_tree)
-    IgnoreRules, gitignore_rules, is_ignored = (
-        _tree.IgnoreRules,
-        _tree.gitignore_rules,
-        _tree.is_ignored,
-    )
+    walk_entries = _tree.walk_entries
 
 __all__ = ["main", "search"]
 
@@ -106,25 +102,9 @@ def _lines(file: Path, max_bytes: int) -> list[str] | None:
 
 
 def _walk(root: Path, start: Path) -> Iterator[str]:
-    parts = start.relative_to(root).parts
-    folders = [root.joinpath(*parts[:depth]) for depth in range(len(parts) + 1)]
-    yield from _files(root, start, [rule for folder in folders for rule in gitignore_rules(folder)])
-
-
-def _files(root: Path, folder: Path, rules: IgnoreRules) -> Iterator[str]:
-    try:
-        children = sorted(os.scandir(folder), key=lambda e: e.name)
-    except OSError:
-        return
-    for child in children:
-        path = Path(child.path)
-        is_dir = child.is_dir(follow_symlinks=False)
-        if child.name == ".git" or is_ignored(path, is_dir, rules):
-            continue
-        if is_dir:
-            yield from _files(root, path, [*rules, *gitignore_rules(path)])
-        elif child.is_file(follow_symlinks=False):
-            yield path.relative_to(root).as_posix()
+    for rel, entry in walk_entries(root, start, recursive=True):
+        if entry.is_file(follow_symlinks=False):
+            yield rel
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pathspec
 
 from runner.workspace.confined_read import DEFAULT_PROMPT_FILE_BYTES, read_confined
 
-__all__ = ["IgnoreRules", "Listing", "gitignore_rules", "is_ignored", "list_tree"]
+__all__ = ["IgnoreRules", "Listing", "gitignore_rules", "is_ignored", "list_tree", "walk_entries"]
 
 _ALWAYS_SKIPPED = {".git", ".hg", ".svn"}
 
@@ -51,6 +52,35 @@ def is_ignored(path: Path, is_dir: bool, rules: IgnoreRules) -> bool:
         if spec.match_file(relative):
             return True
     return False
+
+
+def walk_entries(
+    root: Path, start: Path, *, recursive: bool
+) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """(path relative to `root`, entry) under `start`, sorted by name within each folder, each
+    folder before its contents; `.git` and what the .gitignore files from `root` down ignore are
+    skipped. The workspace's list_files and the search worker both walk with it."""
+    parts = start.relative_to(root).parts
+    folders = [root.joinpath(*parts[:depth]) for depth in range(len(parts) + 1)]
+    rules = [rule for folder in folders for rule in gitignore_rules(folder)]
+    yield from _walk_entries(root, start, rules, recursive)
+
+
+def _walk_entries(
+    root: Path, folder: Path, rules: IgnoreRules, recursive: bool
+) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    try:
+        children = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError:
+        return
+    for child in children:
+        path = Path(child.path)
+        is_dir = child.is_dir(follow_symlinks=False)
+        if child.name == ".git" or is_ignored(path, is_dir, rules):
+            continue
+        yield path.relative_to(root).as_posix(), child
+        if is_dir and recursive:
+            yield from _walk_entries(root, path, [*rules, *gitignore_rules(path)], recursive)
 
 
 def list_tree(
