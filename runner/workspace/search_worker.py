@@ -21,15 +21,22 @@ if TYPE_CHECKING or __name__ != "__main__":
     from runner.workspace.tree import walk_entries
 else:
     # Run as a script (`python -I search_worker.py`): importing the package would import its face
-    # and pydantic, 0.2 s per search. tree.py needs only pathspec; load it by its path.
+    # and pydantic, 0.2 s per search. tree.py needs only pathspec and confined_read (standard
+    # library): load both by their paths, confined_read under its own name, so that tree.py's
+    # import of it finds it in sys.modules and never imports the package.
     import importlib.util
+    from types import ModuleType
 
-    _spec = importlib.util.spec_from_file_location("_tree", Path(__file__).with_name("tree.py"))
-    assert _spec is not None and _spec.loader is not None
-    _tree = importlib.util.module_from_spec(_spec)
-    sys.modules["_tree"] = _tree
-    _spec.loader.exec_module(_tree)
-    walk_entries = _tree.walk_entries
+    def _load(name: str, filename: str) -> ModuleType:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(filename))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module
+
+    _load("runner.workspace.confined_read", "confined_read.py")
+    walk_entries = _load("_tree", "tree.py").walk_entries
 
 __all__ = ["main", "search"]
 
