@@ -147,6 +147,8 @@ class Settings(BaseSettings):
     """Tool calls run from one model reply; the rest get one error naming this limit."""
     max_turn_results_chars: int = Field(400_000, gt=0)
     """Characters of tool results one turn sends back, all calls together."""
+    max_parallel_reads: int = Field(8, gt=0)
+    """Calls of read-only tools from one reply that run at the same time (1: one at a time)."""
     mcp_max_message_chars: int = Field(256 * 1024 * 1024, gt=0)
     """Longest JSON-RPC line a stdio MCP server may write; a longer one closes the connection
     (a 50 MB tool result is about 100 MB on the wire: the SDK sends it as text and as JSON)."""
