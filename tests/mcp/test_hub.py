@@ -48,6 +48,12 @@ async def _wait_gone(pid: int) -> None:
             await anyio.sleep(0.02)
 
 
+async def test_a_tool_is_read_only_when_its_annotations_say_so(make_hub: MakeHub) -> None:
+    async with make_hub({"t": sdk_server()}) as hub:
+        read_only = {spec.name for spec in hub.tools if spec.read_only}
+    assert read_only == {"meet"}
+
+
 async def test_tools_are_listed_with_their_schemas(make_hub: MakeHub) -> None:
     async with make_hub({"t": sdk_server()}) as hub:
         specs = {spec.name: spec for spec in hub.tools}
