@@ -135,6 +135,13 @@ class Settings(BaseSettings):
         None, validation_alias=_env_alias("anthropic_base_url", "ANTHROPIC_BASE_URL")
     )
     """Base URL of the Anthropic API or a compatible proxy."""
+    anthropic_prompt_cache: Literal["rolling", "system", "off"] = "rolling"
+    """Anthropic `cache_control` marks: `rolling` on the tools, the system prompt and the latest
+    turns (a long session reads most of its prompt from the cache); `system` on the tools and
+    system prompt only; `off` none (docs/caching-and-parallel-calls.md)."""
+    openai_prompt_cache_key: bool | None = None
+    """Send a `prompt_cache_key` stable for a session's prompt: None sends it to OpenAI's own
+    API only (other compatible servers may refuse unknown fields); true or false always/never."""
     temperature: float | None = None
     """Sampling temperature; None leaves the provider's default."""
     max_output_tokens: int = Field(8192, gt=0)

@@ -1,4 +1,4 @@
-"""The `anthropic` provider: the Messages API, streamed, with the system prompt cached."""
+"""The `anthropic` provider: the Messages API, streamed, with rolling prompt-cache marks."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, cast
 from runner.errors import ConfigError
 from runner.llm.base import Message, Usage
 from runner.llm.models import lookup_model
+from runner.llm.promptcache import with_breakpoints
 from runner.llm.retry import CallError, CallTarget, Sleep
 from runner.llm.sdk_provider import SdkProvider
 from runner.llm.streaming import IdleWatch, ack_promptly, estimate_usage
@@ -107,12 +108,8 @@ class AnthropicMessages(SdkProvider["anthropic.AsyncAnthropic"]):
         if self._settings.temperature is not None:
             # The 2.x SDK has no `temperature` argument; the API still takes it.
             extra["temperature"] = self._settings.temperature
-        cached_system: TextBlockParam = {
-            "type": "text",
-            "text": system,
-            "cache_control": {"type": "ephemeral"},
-        }
-        wire = _wire_messages(messages)
+        mode = self._settings.anthropic_prompt_cache
+        cached_system, wire, _ = with_breakpoints(system, _wire_messages(messages), mode=mode)
         parts: list[str] = []
         counts: dict[str, int] = {}
         stop_reason = "end_turn"
@@ -124,8 +121,8 @@ class AnthropicMessages(SdkProvider["anthropic.AsyncAnthropic"]):
             stream = await client.messages.create(
                 model=self.model,
                 max_tokens=self._settings.max_output_tokens,
-                system=[cached_system],
-                messages=wire,
+                system=cast("list[TextBlockParam]", cached_system),
+                messages=cast("list[MessageParam]", wire),
                 stream=True,
                 extra_body=extra or None,
             )
@@ -170,8 +167,8 @@ def create(model: str, settings: Settings) -> AnthropicMessages:
     return AnthropicMessages(model, settings)
 
 
-def _wire_messages(messages: Sequence[Message]) -> list[MessageParam]:
-    return [cast("MessageParam", message.wire) for message in messages]
+def _wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    return [message.wire for message in messages]
 
 
 def _take_usage(counts: dict[str, int], usage: Any) -> None:

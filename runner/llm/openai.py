@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 from runner.errors import ConfigError
 from runner.llm.base import Message, Usage
 from runner.llm.models import lookup_model
+from runner.llm.promptcache import prompt_cache_key, sends_prompt_cache_key
 from runner.llm.retry import CallError, CallTarget, Sleep
 from runner.llm.sdk_provider import SdkProvider
 from runner.llm.streaming import IdleWatch, ack_promptly, estimate_usage
@@ -57,6 +58,7 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
             )
         self.model = model
         self.info = lookup_model(model, settings.models)
+        self._cache_key = sends_prompt_cache_key(settings.openai_prompt_cache_key, base_url)
         target = CallTarget(
             self.provider, model, base_url or DEFAULT_BASE_URL, KEY_ENV if key else None
         )
@@ -127,6 +129,8 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
             }
             if temperature is not None:
                 body["temperature"] = temperature
+            if self._cache_key and messages:
+                body["prompt_cache_key"] = prompt_cache_key(system, messages[0].content)
             stream = await client.post(
                 "/chat/completions",
                 body=body,
