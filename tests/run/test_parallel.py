@@ -30,7 +30,10 @@ def test_the_read_lane_holds_every_read_only_tool(tmp_path: Path) -> None:
 
 
 def test_a_tool_a_tool_hook_matches_stays_out_of_the_lane(tmp_path: Path) -> None:
-    text = "prompt: hi\nhooks: {pre_tool: [{match: [read_*], run: a}], post_tool: [{match: [lookup], run: b}]}\n"
+    text = (
+        "prompt: hi\nhooks: {pre_tool: [{match: [read_*], run: a}],"
+        " post_tool: [{match: [lookup], run: b}]}\n"
+    )
     lane = read_lane(task_from(tmp_path, text), TOOLS, 8)
     assert lane.tools == {"list_files"}
 
