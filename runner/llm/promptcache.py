@@ -50,7 +50,7 @@ def with_breakpoints(
     messages: Sequence[Mapping[str, Any]],
     tools: Sequence[Mapping[str, Any]] = (),
     mode: CacheMode = "rolling",
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[list[dict[str, Any]], list[Mapping[str, Any]], list[dict[str, Any]]]:
     """(system blocks, messages, tools) for one request, with rolling `cache_control` marks:
     the last tool, the system prompt, then the latest user messages (newest first) until
     `MAX_BREAKPOINTS` marks are used (`mode` may leave the messages or everything unmarked).
@@ -66,7 +66,7 @@ def with_breakpoints(
             system_blocks[0]["cache_control"] = dict(EPHEMERAL)
     used = int(bool(marked_tools)) + len(system_blocks)
     left = MAX_BREAKPOINTS - used if mode == "rolling" else 0
-    out: list[dict[str, Any]] = [dict(message) for message in messages]
+    out = list(messages)  # only the marked ones are copied: a turn resends every message
     for index in range(len(out) - 1, -1, -1):
         if left <= 0:
             break
@@ -74,7 +74,7 @@ def with_breakpoints(
             continue
         content = _marked(out[index].get("content"))
         if content is not None:
-            out[index]["content"] = content
+            out[index] = {**out[index], "content": content}
             left -= 1
     return system_blocks, out, marked_tools
 
