@@ -8,7 +8,6 @@ alone (at most `wait_s`) answers `alone`. No timing is measured.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -129,7 +128,3 @@ def test_hook_runs_are_logged_in_call_order(runs: dict[str, Done]) -> None:
     hooks = done.events("hook")
     assert [h["event"] for h in hooks] == ["post_tool", "post_tool"]
     assert all("hooked" in text for _, text in results(done))
-
-
-def test_no_leftover_files(runs: dict[str, Done]) -> None:
-    assert not any(Path(runs["three"].root, "w").iterdir())
