@@ -16,6 +16,8 @@ from tests.e2e.conftest import Done, Scenario, call, complete, run_all
 from tests.fakes.mcp_test_server import SCRIPT as PROBE_SERVER
 from tests.fakes.model_server import reply
 
+LABEL_HOOK = """sed -n 's/.*"label": "\\([a-z]*\\)".*/hooked \\1/p'"""
+"""A post_tool hook that prints `hooked LABEL` for the call it ran after."""
 PROBE = {"probe": {"type": "stdio", "cmd": sys.executable, "args": [str(PROBE_SERVER)]}}
 
 
@@ -51,7 +53,7 @@ SCENARIOS = {
     "hooked": Scenario(
         task={
             "extensions": PROBE,
-            "hooks": {"post_tool": [{"match": ["meet"], "run": "echo hooked"}]},
+            "hooks": {"post_tool": [{"match": ["meet"], "run": LABEL_HOOK}]},
         },
         steps=[calls(meet("g", "a", 2, 1.0), meet("g", "b", 2, 1.0)), complete()],
     ),
@@ -126,5 +128,8 @@ def test_hooked_tools_and_a_limit_of_one_run_calls_one_after_another(
 def test_hook_runs_are_logged_in_call_order(runs: dict[str, Done]) -> None:
     done = runs["hooked"]
     hooks = done.events("hook")
-    assert [h["event"] for h in hooks] == ["post_tool", "post_tool"]
-    assert all("hooked" in text for _, text in results(done))
+    assert [(h["event"], h["stdout"].strip()) for h in hooks] == [
+        ("post_tool", "hooked a"),
+        ("post_tool", "hooked b"),
+    ]
+    assert ["hooked a" in text for _, text in results(done)] == [True, False]
