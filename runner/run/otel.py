@@ -126,7 +126,7 @@ class OtelBackend:
         if self._warned.is_set():
             return
         self._warned.set()
-        self.say(f"warning: {message} (later tracing errors are not shown; the run goes on)")
+        self.say(f"warning: {message}")
 
 
 class _FirstWarning(logging.Handler):
@@ -136,8 +136,13 @@ class _FirstWarning(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         if self.backend is not None:
-            text = record.getMessage()[:_WARNING_CHARS]
-            self.backend.warn(f"traces could not be exported: {text}")
+            text = record.getMessage()
+            if len(text) > _WARNING_CHARS:
+                text = text[:_WARNING_CHARS] + "..."
+            self.backend.warn(
+                f"traces could not be exported: {text} (the run goes on; later tracing errors "
+                "are not shown)"
+            )
 
 
 _SDK_LOG = _FirstWarning(logging.WARNING)

@@ -40,6 +40,7 @@ __all__ = [
     "traced_run",
     "traced_task",
     "traced_tools",
+    "tracing_to",
     "tracing_wanted",
 ]
 
@@ -130,10 +131,19 @@ def traced_run(env: Mapping[str, str], tasks: int) -> Iterator[RunTrace]:
         return
     # A TRACEPARENT in the runner's own environment (a traced CI job) becomes the run's parent.
     incoming = {key.lower(): env[key] for key in ("TRACEPARENT", "TRACESTATE") if key in env}
+    with tracing_to(backend, tasks, incoming) as run:
+        yield run
+
+
+@contextmanager
+def tracing_to(
+    backend: Backend, tasks: int, parent: Mapping[str, str] | None = None
+) -> Iterator[RunTrace]:
+    """Send the spans of the block to `backend`, under a run span; shut it down at the end."""
     _RUN.backend = backend
     try:
         attributes = {"agent_runner.tasks": tasks}
-        with backend.span("agent-runner run", attributes, parent=incoming) as span:
+        with backend.span("agent-runner run", attributes, parent=parent) as span:
             _RUN.span = span
             yield RunTrace(span)
     finally:
