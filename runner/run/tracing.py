@@ -224,11 +224,8 @@ def traced_tools(executor: ToolExecutor, specs: Iterable[ToolSpec]) -> ToolExecu
 
 
 class _TracedLLM:
-    """An LLM whose calls are spans; everything else is the wrapped model's."""
-
-    provider: str
-    model: str
-    info: Any
+    """An LLM whose calls are spans; everything else (attributes read or set, other methods) is
+    the wrapped model's, so a member added to the `LLM` protocol later needs nothing here."""
 
     def __init__(self, inner: LLM) -> None:
         object.__setattr__(self, "_inner", inner)

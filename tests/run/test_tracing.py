@@ -249,9 +249,7 @@ def test_a_tool_span_says_which_server_and_whether_it_failed_but_not_what_it_ret
 
 def test_a_task_span_is_masked_with_the_tasks_own_secrets(tmp_path: Path) -> None:
     file = tmp_path / "t.yaml"
-    file.write_text(
-        f"name: deploy-{TASK_SECRET}\nprompt: hi\nsecrets: [PROBE]\n", encoding="utf-8"
-    )
+    file.write_text(f"name: deploy-{TASK_SECRET}\nprompt: hi\nsecrets: [PROBE]\n", encoding="utf-8")
     (task,) = load_tasks([file], env={"PROBE": TASK_SECRET})
     backend = RecordingBackend()
     outcome = TaskOutcome(
