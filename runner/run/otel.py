@@ -67,6 +67,7 @@ class OtelBackend:
         self._propagator = TraceContextTextMapPropagator()
         self._open: dict[int, trace.Span] = {}
         self._lock = threading.Lock()
+        self._shut_down = False
 
     @contextmanager
     def span(
@@ -96,11 +97,17 @@ class OtelBackend:
             TRACE_ENV.reset(env_token)
             otel_context.detach(token)
             with self._lock:
-                self._open.pop(id(span), None)
-            span.end()
+                still_open = self._open.pop(id(span), None) is not None
+            if still_open:  # else the watchdog's `abandon` ended it
+                span.end()
 
     def shutdown(self) -> None:
-        """Send the queued spans, waiting at most `FLUSH_TIMEOUT_S`."""
+        """Send the queued spans, waiting at most `FLUSH_TIMEOUT_S`; once (the watchdog's
+        `abandon` and the end of the run may both get here)."""
+        with self._lock:
+            if self._shut_down:
+                return
+            self._shut_down = True
         worker = threading.Thread(target=self._provider.shutdown, name="otel-flush", daemon=True)
         worker.start()
         worker.join(FLUSH_TIMEOUT_S)
@@ -140,8 +147,7 @@ class _FirstWarning(logging.Handler):
             if len(text) > _WARNING_CHARS:
                 text = text[:_WARNING_CHARS] + "..."
             self.backend.warn(
-                f"traces could not be exported: {text} (the run goes on; later tracing errors "
-                "are not shown)"
+                f"tracing: {text} (the run goes on; later tracing errors are not shown)"
             )
 
 
