@@ -39,6 +39,7 @@ from tests.e2e.conftest import (
     tool_reply,
     wait_until,
 )
+from tests.fakes.mcp_test_server import SCRIPT as MCP_SCRIPT
 from tests.fakes.model_server import FakeModelServer, fault, reply
 from tests.fakes.otlp_receiver import OtlpReceiver, ReceivedSpan
 
@@ -63,6 +64,8 @@ def traced_task() -> dict[str, Any]:
             }
         },
         "hooks": {"pre_tool": [{"match": ["execute_command"], "run": HOOK}]},
+        # A stdio MCP server whose `environment` tool shows what it was started with.
+        "extensions": {"probe": {"cmd": sys.executable, "args": [str(MCP_SCRIPT)]}},
     }
 
 
@@ -72,6 +75,7 @@ def traced(module_dir: Path) -> Iterator[tuple[Done, OtlpReceiver]]:
         "H-TASK": [tool_reply("execute_command", command=COMMAND), complete("probed")],
     }
     steps = [
+        tool_reply("environment"),
         reply(call("sub_agent", agent="helper", task=HELPER_TASK)),
         fault("server_error"),
         complete("all probed"),
@@ -141,7 +145,7 @@ def test_each_model_call_is_a_chat_span_with_usage_and_retries(
     chats = [span for span in children(receiver, task) if span.name == "chat gpt-4.1"]
     parent_log = next(log for log in done.logs() if log.header.get("parent_session_id") is None)
     calls = done.events("model_call", parent_log)
-    assert len(chats) == len(calls) == 2
+    assert len(chats) == len(calls) == 3
     for span, event in zip(chats, calls, strict=True):
         attributes = span.attributes
         assert span.kind == 3  # CLIENT
@@ -153,8 +157,8 @@ def test_each_model_call_is_a_chat_span_with_usage_and_retries(
         assert attributes["gen_ai.usage.input_tokens"] == event["usage"]["input_tokens"]
         assert attributes["gen_ai.response.finish_reasons"] == [event["stop_reason"]]
         assert attributes["agent_runner.retries"] == event["retries"]
-    assert [span.attributes["agent_runner.retries"] for span in chats] == [0, 1]
-    ((name, retry),) = chats[1].events
+    assert [span.attributes["agent_runner.retries"] for span in chats] == [0, 0, 1]
+    ((name, retry),) = chats[2].events
     assert name == "retry"
     assert retry["http.response.status_code"] == 500
 
@@ -193,6 +197,19 @@ def test_the_command_and_the_hook_see_their_tool_calls_traceparent(
     workdir = done.root / "w"
     assert (workdir / "tp-command.txt").read_text(encoding="utf-8").strip() == expected
     assert (workdir / "tp-hook.txt").read_text(encoding="utf-8").strip() == expected
+
+
+def test_a_stdio_mcp_server_starts_with_the_tasks_traceparent(
+    traced: tuple[Done, OtlpReceiver],
+) -> None:
+    done, receiver = traced
+    task = only(receiver, "invoke_agent deploy-***-check")
+    probe = only(receiver, "execute_tool environment")
+    assert probe.parent_id == task.span_id
+    assert probe.attributes["agent_runner.tool.server"] == "probe"
+    parent_log = next(log for log in done.logs() if log.header.get("parent_session_id") is None)
+    (event,) = [e for e in done.events("tool_call", parent_log) if e["tool"] == "environment"]
+    assert f'"TRACEPARENT": "00-{CALLER_TRACE}-{task.span_id}-01"' in event["result"]
 
 
 def test_no_secret_and_no_conversation_text_is_sent(traced: tuple[Done, OtlpReceiver]) -> None:
