@@ -113,7 +113,7 @@ class OtelBackend:
         worker.join(FLUSH_TIMEOUT_S)
         if worker.is_alive():
             self.warn(
-                f"traces: the collector did not take the last spans within {FLUSH_TIMEOUT_S:g} s;"
+                f"tracing: the collector did not take the last spans within {FLUSH_TIMEOUT_S:g} s;"
                 " the run ends without them"
             )
 
