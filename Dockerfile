@@ -16,10 +16,10 @@ COPY prompts ./prompts
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 FROM python:3.11-slim AS slim
-# git and ripgrep for the agent's tools.
+# git and ripgrep for the agent's tools; their manuals and translations are dead weight here.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends git ripgrep ca-certificates \
-    && rm -rf /var/lib/apt/lists/*
+    && rm -rf /var/lib/apt/lists/* /usr/share/doc/* /usr/share/man/* /usr/share/locale/*
 COPY --from=build /wheels /wheels
 # uv brings uvx for Python MCP servers; both ship as a binary inside the PyPI wheel.
 RUN pip install --no-cache-dir /wheels/*.whl uv==0.13.9 \
