@@ -111,6 +111,8 @@ def test_every_retry_prints_its_reason_and_wait(runs: dict[str, Done]) -> None:
     assert len(retries) == 2, done.explain()
     assert "t  turn 1 attempt 1 (HTTP 429)" in retries[0] and "waiting 0.1s" in retries[0]
     assert "attempt 2 (HTTP 500)" in retries[1] and "waiting" in retries[1]
+    # The console sees the events; the session log still gets every one of them.
+    assert [e["status"] for e in done.events("retry")] == [429, 500]
 
 
 def test_with_v_a_line_per_turn_shows_tokens_cost_and_the_last_tool(
@@ -122,6 +124,8 @@ def test_with_v_a_line_per_turn_shows_tokens_cost_and_the_last_tool(
     assert len(turns) == 2, done.explain()
     assert "t  turn=1 tokens=" in turns[0] and "last tool" not in turns[0]
     assert "turn=2" in turns[1] and turns[1].endswith("last tool=list_files")
+    assert len(done.events("model_call")) == 2
+    assert [e["tool"] for e in done.events("tool_call")] == ["list_files"]
 
 
 def test_without_a_terminal_or_v_there_is_no_line_per_turn(runs: dict[str, Done]) -> None:
