@@ -21,7 +21,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, TextIO
 
-from runner.llm import Usage
 from runner.report import format_cost, format_duration, format_tokens
 from runner.run.budget import Budget
 
@@ -39,7 +38,9 @@ class TaskProgress:
     """What the console knows of one running task."""
 
     name: str
+    """The task's name, as on its START line."""
     started: float
+    """`time.monotonic()` when the task started."""
     budget: Budget | None = None
     """The task's budget (turns, usage, cost so far), once its session has one."""
     last_tool: str = ""
@@ -47,14 +48,10 @@ class TaskProgress:
 
     def facts(self) -> str:
         """`turn=3 tokens=12.3k cost=$0.0123`, plus `last tool=NAME` once one ran."""
-        budget = self.budget
-        turns, usage, cost = (0, Usage(), 0.0) if budget is None else _spent(budget)
-        text = f"turn={turns} tokens={format_tokens(usage.total)} cost={format_cost(cost)}"
+        budget = self.budget or Budget()
+        tokens = format_tokens(budget.usage.total)
+        text = f"turn={budget.turns} tokens={tokens} cost={format_cost(budget.cost_usd)}"
         return f"{text} last tool={self.last_tool}" if self.last_tool else text
-
-
-def _spent(budget: Budget) -> tuple[int, Usage, float]:
-    return budget.turns, budget.usage, budget.cost_usd
 
 
 class _Modes(Protocol):
