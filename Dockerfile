@@ -3,8 +3,8 @@
 # Two targets: the default (last stage, `full`) has node and npx for npm MCP servers; `--target slim`
 # leaves node out (Python MCP servers through uvx, remote servers over HTTP). Sizes: README "With Docker".
 
-# node and npm from the official image: one static-ish binary and npm's own folder, instead of
-# Debian's nodejs and npm packages (hundreds of small library packages).
+# node and npm from the official image: one binary (it needs only glibc and libstdc++) and npm's
+# own folder, instead of Debian's nodejs and npm packages (hundreds of small library packages).
 FROM node:22-slim AS node
 
 # Build stage: a wheel of the runner, so the final image carries no build tools or sources.
