@@ -177,8 +177,8 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--output", choices=["text", "json"], default="text", help="console summary format"
     )
-    parser.add_argument("-q", "--quiet", action="store_true", help="only the final summary")
-    parser.add_argument("-v", "--verbose", action="store_true", help="print transcripts")
+    parser.add_argument("-q", "--quiet", action="store_true", help="failures and summary only")
+    parser.add_argument("-v", "--verbose", action="store_true", help="a line per turn; transcripts")
 
 
 def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

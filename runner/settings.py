@@ -190,6 +190,8 @@ class Settings(BaseSettings):
     shutdown_grace_s: float = Field(5.0, gt=0)
     """After SIGINT or SIGTERM, how long the run may take to stop before a watchdog writes the
     reports from what it knows and exits."""
+    progress_interval_s: float = Field(30.0, gt=0)
+    """Seconds between the heartbeat lines of a running task on the console (DESIGN 17)."""
     log_level: Literal["debug", "info", "warning", "error"] = "warning"
     """Verbosity of the runner's own diagnostics on stderr."""
 

@@ -40,6 +40,7 @@ from runner.report import (
 )
 from runner.run.agents import close_agent_models
 from runner.run.commands import check_sections, load_selected_tasks
+from runner.run.progress import Progress
 from runner.run.session import ResumePoint, RunContext, run_task
 from runner.run.tracing import abandon_traces, annotate_run, traced_run, traced_task
 from runner.run.watchdog import Watchdog
@@ -171,9 +172,8 @@ def _execute(jobs: list[Job], settings: Settings, options: RunOptions, watchdog:
         secrets.update(job.task.named_secrets)
     redactor = Redactor(secrets.values())
     github = GitHubActions.from_env(env)
-    console = _Console(
-        redactor, sys.stderr if options.output == "json" else sys.stdout, options.quiet
-    )
+    stream = sys.stderr if options.output == "json" else sys.stdout
+    console = _Console(redactor, stream, options.quiet)
     for warning in short_secret_warnings(secrets):
         console.diagnostic(warning)
     if github is not None:
@@ -187,6 +187,7 @@ def _execute(jobs: list[Job], settings: Settings, options: RunOptions, watchdog:
         redactor=redactor,
         env=env,
         say=console.diagnostic,
+        progress=Progress.for_console(console.line, stream, options, settings.progress_interval_s),
     )
     ctx.run_budget.max_cost_usd = settings.max_cost_usd
     annotate_run(run_id, redactor, console.diagnostic)
@@ -299,8 +300,9 @@ async def _run_all(
                     job.task.name, f"{job.llm.provider}:{job.llm.model}", redactor=ctx.redactor
                 )
             )
-            run = run_task(job.task, job.llm, ctx, job.resume)
-            outcome = await traced_task(job.task, job.llm, ctx.redactor, run)
+            async with ctx.progress.task(job.task.name):
+                run = run_task(job.task, job.llm, ctx, job.resume)
+                outcome = await traced_task(job.task, job.llm, ctx.redactor, run)
             results[index] = outcome
             _report_finished(outcome, console, ctx.redactor, github, options.verbose)
             if options.fail_fast and outcome.status != "passed":
@@ -423,7 +425,8 @@ def _report_finished(
     line += "\n" + check_output_block(outcome, redactor=redactor) if outcome.check_output else ""
     transcript = _transcript(outcome) if (github or verbose) else ""
     if not github:
-        console.line(line)
+        # `-q` keeps why a task did not pass: the final table has no reasons.
+        (console.line if outcome.status == "passed" else console.always)(line)
         if transcript:
             console.line(transcript)
         return

@@ -28,6 +28,7 @@ from runner.run.hooks import HookRunner
 from runner.run.judge import judge_completion
 from runner.run.loop import AgentGaveUp, Completion, run_loop
 from runner.run.parallel import call_concurrency
+from runner.run.progress import Progress
 from runner.run.replybounds import ReplyBounds
 from runner.run.requirements import GitState, git_state
 from runner.run.session_tools import check_tool_patterns, task_system_prompt
@@ -59,6 +60,8 @@ class RunContext:
     """A signal arrived: no new task starts."""
     models: dict[str, LLM] = field(default_factory=dict)
     """Sub-agents' models other than their task's, by `PROVIDER:MODEL`, made on first use."""
+    progress: Progress = field(default_factory=Progress)
+    """Live progress lines on the console (runner.run.progress); off by default."""
 
 
 @dataclass(frozen=True)
@@ -367,7 +370,7 @@ async def _converse(
                     messages=messages,
                     tools=tools,
                     executor=executor,
-                    events=log,
+                    events=ctx.progress.watch(task.name, state.budget, log),
                     budget=state.budget,
                     compactor=compactor,
                     cost_of=cost_of,

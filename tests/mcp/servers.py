@@ -62,20 +62,23 @@ def sdk_http_server() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
 
 
 @contextmanager
-def everything_http_server() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """server-everything in streamableHttp mode: yields (endpoint URL, process)."""
+def everything_http_server(
+    mode: str = "streamableHttp", path: str = "/mcp"
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """server-everything in streamableHttp mode (or `mode="sse", path="/sse"`, the older SSE
+    transport): yields (endpoint URL, process)."""
     entry = require_everything()
     port = _free_port()
     env = {**os.environ, "PORT": str(port)}
     process = subprocess.Popen(
-        ["node", str(entry), "streamableHttp"],
+        ["node", str(entry), mode],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
         _wait_for_port(port, process)
-        yield f"http://127.0.0.1:{port}/mcp", process
+        yield f"http://127.0.0.1:{port}{path}", process
     finally:
         stop(process)
 

@@ -1,4 +1,5 @@
-"""The hub against third-party servers: mcp-server-time (PyPI) and server-everything (npm)."""
+"""The hub against third-party servers: mcp-server-time (PyPI) and server-everything (npm) over
+stdio, streamable HTTP and SSE."""
 
 from __future__ import annotations
 
@@ -87,3 +88,20 @@ async def test_server_everything_over_streamable_http(make_hub: MakeHub) -> None
             echo = await hub.call("echo", {"message": "over http"})
             total = await hub.call("get-sum", {"a": 1, "b": 1})
     assert "over http" in echo.text and "2" in total.text
+
+
+async def test_server_everything_over_sse(make_hub: MakeHub) -> None:
+    """The older HTTP+SSE transport: GET /sse streams replies, POST /message?sessionId= sends."""
+    with everything_http_server("sse", "/sse") as (url, _):
+        sse = ExtensionConfig(type="sse", uri=url)
+        async with make_hub({"everything": sse}) as hub:
+            names = {spec.name for spec in hub.tools}
+            echo = await hub.call("echo", {"message": "over sse"})
+            total = await hub.call("get-sum", {"a": 2, "b": 2})
+            missing = await hub.call("echo", {})
+            after = await hub.call("echo", {"message": "still there"})
+    assert {"echo", "get-sum"} <= names
+    assert "over sse" in echo.text and not echo.is_error
+    assert "4" in total.text
+    assert missing.is_error
+    assert "still there" in after.text
