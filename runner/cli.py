@@ -177,6 +177,16 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--output", choices=["text", "json"], default="text", help="console summary format"
     )
+    parser.add_argument(
+        "--sandbox",
+        choices=["auto", "required", "off"],
+        help="sandbox mode of every task (README: Sandbox)",
+    )
+    parser.add_argument(
+        "--sandbox-backend",
+        choices=["auto", "bwrap", "landlock", "none"],
+        help="the backend to try (none: no backend works, as on a host without one)",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="only the final summary")
     parser.add_argument("-v", "--verbose", action="store_true", help="print transcripts")
 
@@ -355,6 +365,8 @@ def _settings_and_options(args: argparse.Namespace) -> tuple[Any, Any]:
         "out": args.out,
         "max_cost_usd": args.max_cost_usd,
         "log_level": args.log_level,
+        "sandbox_mode": args.sandbox,
+        "sandbox_backend": args.sandbox_backend,
     }
     settings = load_settings(overrides, config_file=args.config)
     options = RunOptions(
@@ -370,6 +382,9 @@ def _settings_and_options(args: argparse.Namespace) -> tuple[Any, Any]:
 
 def _run(args: argparse.Namespace) -> int:
     from runner.run import run_tasks
+    from runner.workspace import make_undumpable
+
+    make_undumpable()  # commands must not read the runner's API keys from /proc/PID/environ
 
     settings, options = _settings_and_options(args)
     return run_tasks(
@@ -384,6 +399,9 @@ def _run(args: argparse.Namespace) -> int:
 
 def _resume(args: argparse.Namespace) -> int:
     from runner.run import resume_sessions
+    from runner.workspace import make_undumpable
+
+    make_undumpable()  # as in _run
 
     settings, options = _settings_and_options(args)
     args.params = parse_params(args.param)
