@@ -23,9 +23,9 @@ import anyio
 from runner.errors import ConfigError, RunnerError, SandboxUnavailable
 from runner.mcp import WORKSPACE, server_env
 from runner.outcome import SandboxRecord
-from runner.settings import SandboxSettings, Settings
+from runner.settings import SandboxSettings, Settings, environ
 from runner.task import Task, writable_problems
-from runner.workspace import Sandbox, confine, git_dirs, probe
+from runner.workspace import Sandbox, confine, git_dirs, probe, toolchain_dirs
 
 __all__ = ["TaskSandbox", "command_env", "sandbox_settings", "task_sandbox"]
 
@@ -100,7 +100,7 @@ async def task_sandbox(
             network=spec.network,
             writable=writable,
             hidden=(home,) if home.is_dir() and home != Path("/") else (),
-            readable=git_dirs(task.workdir),
+            readable=(*git_dirs(task.workdir), *toolchain_dirs(home, environ().get("PATH", ""))),
         )
         record = SandboxRecord(
             "enforced", found.backend, network=spec.network, writable=spec.writable

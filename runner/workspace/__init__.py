@@ -25,6 +25,7 @@ from runner.workspace.sandbox import (
     git_dirs,
     make_undumpable,
     probe,
+    toolchain_dirs,
 )
 from runner.workspace.shell import ShellRun, kill_group, open_shell, run_shell
 from runner.workspace.tools import DESCRIPTIONS, WorkspaceTools, error_text
@@ -54,4 +55,5 @@ __all__ = [
     "read_confined",
     "run_shell",
     "shared_reaper",
+    "toolchain_dirs",
 ]

@@ -7,7 +7,8 @@ the syscalls `landlock_create_ruleset`, `landlock_add_rule` and `landlock_restri
 `exec`s the command, which inherits the restriction for good (so do its children).
 
 Rules: every path readable (and executable) but the `--hide` folders (the runner's HOME), whose
-siblings are granted one by one since Landlock can only allow; full access beneath `--write`
+siblings are granted one by one since Landlock can only allow; `--read` folders inside a hidden
+one readable again; full access beneath `--write`
 folders; `/dev/null` and its kind writable. `--no-network` denies TCP bind and connect where the
 kernel's Landlock ABI has network rules (4 and up); ABI 6 and up also scope signals and abstract
 unix sockets, so the command cannot signal the runner. Landlock also forbids ptrace (and so
@@ -23,6 +24,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import stat
 import sys
 from pathlib import Path
 
@@ -99,8 +101,9 @@ def _without(root: Path, hide: Path) -> list[Path]:
     return [kept for entry in entries for kept in _without(entry, hide)]
 
 
-def _parse(argv: list[str]) -> tuple[list[Path], list[Path], bool, list[str]]:
+def _parse(argv: list[str]) -> tuple[list[Path], list[Path], list[Path], bool, list[str]]:
     hidden: list[Path] = []
+    readable: list[Path] = []
     writable: list[Path] = []
     network = True
     index = 0
@@ -110,14 +113,15 @@ def _parse(argv: list[str]) -> tuple[list[Path], list[Path], bool, list[str]]:
             network = False
             index += 1
             continue
-        if option not in ("--hide", "--write") or index + 1 >= len(argv):
+        lists = {"--hide": hidden, "--read": readable, "--write": writable}
+        if option not in lists or index + 1 >= len(argv):
             raise ValueError(f"unknown option {option!r}")
-        (hidden if option == "--hide" else writable).append(Path(argv[index + 1]))
+        lists[option].append(Path(argv[index + 1]))
         index += 2
     command = argv[index + 1 :]
     if not command:
         raise ValueError("no command after --")
-    return hidden, writable, network, command
+    return hidden, readable, writable, network, command
 
 
 def _check(result: int, what: str) -> int:
@@ -127,13 +131,18 @@ def _check(result: int, what: str) -> int:
     return result
 
 
-def _add_path(libc: ctypes.CDLL, ruleset: int, path: Path, access: int, handled: int) -> None:
+def _add_path(
+    libc: ctypes.CDLL, ruleset: int, path: Path, access: int, handled: int, follow: bool = True
+) -> None:
+    """Allow `access` beneath `path`. A sibling of the way to a hidden folder is not followed
+    when it is a symlink: `/tmp/pytest-current` -> a folder that holds the hidden HOME."""
+    flags = os.O_PATH | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
     try:
-        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        fd = os.open(path, flags)
     except OSError:
         return  # gone or unreadable: nothing to allow
     try:
-        if not Path(f"/proc/self/fd/{fd}").is_dir():
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
             access &= _EXECUTE | _WRITE_FILE | _READ_FILE | _TRUNCATE  # the rights a file takes
         rule = _PathBeneathAttr(access & handled, fd)
         code = libc.syscall(
@@ -144,7 +153,7 @@ def _add_path(libc: ctypes.CDLL, ruleset: int, path: Path, access: int, handled:
         os.close(fd)
 
 
-def restrict(hidden: list[Path], writable: list[Path], network: bool) -> None:
+def restrict(hidden: list[Path], readable: list[Path], writable: list[Path], network: bool) -> None:
     """Restrict this process (and whatever it execs) to the rules above."""
     abi = abi_version()
     if abi < 1:
@@ -162,7 +171,9 @@ def restrict(hidden: list[Path], writable: list[Path], network: bool) -> None:
     ruleset = _check(code, "create_ruleset")
     try:
         for root in readable_roots(hidden):
-            _add_path(libc, ruleset, root, _READ, handled)
+            _add_path(libc, ruleset, root, _READ, handled, follow=root == Path("/") or not hidden)
+        for folder in readable:
+            _add_path(libc, ruleset, folder, _READ, handled)
         for device in _DEVICES:
             _add_path(libc, ruleset, Path(device), _READ_FILE | _WRITE_FILE | _TRUNCATE, handled)
         for folder in writable:
@@ -192,8 +203,8 @@ def drop_capabilities() -> None:
 def main(argv: list[str]) -> int:
     """Restrict, then exec the command; 125 with a message when that cannot be done."""
     try:
-        hidden, writable, network, command = _parse(argv)
-        restrict(hidden, writable, network)
+        hidden, readable, writable, network, command = _parse(argv)
+        restrict(hidden, readable, writable, network)
         drop_capabilities()
         os.execvp(command[0], command)
     except (OSError, ValueError) as exc:

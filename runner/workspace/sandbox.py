@@ -46,6 +46,7 @@ __all__ = [
     "current",
     "git_dirs",
     "make_undumpable",
+    "toolchain_dirs",
     "probe",
 ]
 
@@ -74,7 +75,8 @@ class Sandbox:
     """Folders made unreadable (the runner's HOME); the workdir and writable folders inside
     one stay visible."""
     readable: tuple[Path, ...] = ()
-    """Folders kept readable inside a hidden one (a git worktree's git folders)."""
+    """Folders kept readable inside a hidden one (a git worktree's git folders, the toolchains
+    on PATH)."""
 
     @property
     def home(self) -> Path:
@@ -91,6 +93,7 @@ class Sandbox:
         rw = [self.scratch, self.workdir, *self.writable]
         if self.backend == "landlock":
             options = [arg for path in self.hidden for arg in ("--hide", str(path))]
+            options += [arg for path in self.readable for arg in ("--read", str(path))]
             options += [arg for path in rw for arg in ("--write", str(path))]
             options += [] if self.network else ["--no-network"]
             return [self.executable, "-I", "-S", str(_LANDLOCK_SCRIPT), *options, "--", *command]
@@ -141,6 +144,23 @@ def make_undumpable() -> bool:
         return int(ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)) == 0
     except (OSError, AttributeError):
         return False
+
+
+def toolchain_dirs(home: Path, path: str) -> tuple[Path, ...]:
+    """The folders under `home` that commands need to find their programs: for each entry of
+    `path` (PATH) inside `home`, its parent (`~/.pyenv/shims` -> `~/.pyenv`, `~/.local/bin` ->
+    `~/.local`), or the entry itself when its parent is `home`."""
+    found: dict[Path, None] = {}
+    for entry in path.split(os.pathsep):
+        folder = Path(entry)
+        if not entry or not folder.is_absolute() or not folder.is_relative_to(home):
+            continue
+        if folder == home:
+            continue
+        keep = folder.parent if folder.parent != home else folder
+        if keep.is_dir():
+            found[keep.resolve()] = None
+    return tuple(found)
 
 
 def git_dirs(workdir: Path) -> tuple[Path, ...]:
