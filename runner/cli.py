@@ -177,16 +177,8 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--output", choices=["text", "json"], default="text", help="console summary format"
     )
-    parser.add_argument(
-        "--sandbox",
-        choices=["auto", "required", "off"],
-        help="sandbox mode of every task (README: Sandbox)",
-    )
-    parser.add_argument(
-        "--sandbox-backend",
-        choices=["auto", "bwrap", "landlock", "none"],
-        help="the backend to try (none: no backend works, as on a host without one)",
-    )
+    parser.add_argument("--sandbox", choices=["auto", "required", "off"], help="mode of every task")
+    parser.add_argument("--sandbox-backend", choices=["auto", "bwrap", "landlock", "none"])
     parser.add_argument("-q", "--quiet", action="store_true", help="only the final summary")
     parser.add_argument("-v", "--verbose", action="store_true", help="print transcripts")
 
@@ -359,6 +351,9 @@ def parse_params(pairs: Sequence[str]) -> dict[str, str]:
 def _settings_and_options(args: argparse.Namespace) -> tuple[Any, Any]:
     from runner.run import RunOptions
     from runner.settings import load_settings
+    from runner.workspace import make_undumpable
+
+    make_undumpable()  # run, resume: commands must not read the API keys in /proc/PID/environ
 
     overrides = {
         "jobs": getattr(args, "jobs", None),
@@ -382,9 +377,6 @@ def _settings_and_options(args: argparse.Namespace) -> tuple[Any, Any]:
 
 def _run(args: argparse.Namespace) -> int:
     from runner.run import run_tasks
-    from runner.workspace import make_undumpable
-
-    make_undumpable()  # commands must not read the runner's API keys from /proc/PID/environ
 
     settings, options = _settings_and_options(args)
     return run_tasks(
@@ -399,9 +391,6 @@ def _run(args: argparse.Namespace) -> int:
 
 def _resume(args: argparse.Namespace) -> int:
     from runner.run import resume_sessions
-    from runner.workspace import make_undumpable
-
-    make_undumpable()  # as in _run
 
     settings, options = _settings_and_options(args)
     args.params = parse_params(args.param)
