@@ -26,7 +26,6 @@ import errno
 import os
 import stat
 import sys
-from pathlib import Path
 
 __all__ = ["abi_version", "main", "readable_roots"]
 
@@ -80,31 +79,35 @@ def abi_version() -> int:
     return max(version, 0)
 
 
-def readable_roots(hidden: list[Path]) -> list[Path]:
+def readable_roots(hidden: list[str]) -> list[str]:
     """Folders and files that together cover the whole tree but the `hidden` folders: each
     ancestor of a hidden folder is replaced by its entries, the way toward it expanded again."""
-    roots = [Path("/")]
+    roots = ["/"]
     for hide in hidden:
         roots = [kept for root in roots for kept in _without(root, hide)]
     return roots
 
 
-def _without(root: Path, hide: Path) -> list[Path]:
+def _inside(path: str, folder: str) -> bool:
+    return folder in ("/", path) or path.startswith(folder.rstrip("/") + "/")
+
+
+def _without(root: str, hide: str) -> list[str]:
     if root == hide:
         return []
-    if not hide.is_relative_to(root):
+    if not _inside(hide, root):
         return [root]
     try:
-        entries = sorted(Path(entry.path) for entry in os.scandir(root))
+        entries = sorted(entry.path for entry in os.scandir(root))
     except OSError:
         return []
     return [kept for entry in entries for kept in _without(entry, hide)]
 
 
-def _parse(argv: list[str]) -> tuple[list[Path], list[Path], list[Path], bool, list[str]]:
-    hidden: list[Path] = []
-    readable: list[Path] = []
-    writable: list[Path] = []
+def _parse(argv: list[str]) -> tuple[list[str], list[str], list[str], bool, list[str]]:
+    hidden: list[str] = []
+    readable: list[str] = []
+    writable: list[str] = []
     network = True
     index = 0
     while index < len(argv) and argv[index] != "--":
@@ -116,7 +119,7 @@ def _parse(argv: list[str]) -> tuple[list[Path], list[Path], list[Path], bool, l
         lists = {"--hide": hidden, "--read": readable, "--write": writable}
         if option not in lists or index + 1 >= len(argv):
             raise ValueError(f"unknown option {option!r}")
-        lists[option].append(Path(argv[index + 1]))
+        lists[option].append(os.path.normpath(argv[index + 1]))
         index += 2
     command = argv[index + 1 :]
     if not command:
@@ -132,7 +135,7 @@ def _check(result: int, what: str) -> int:
 
 
 def _add_path(
-    libc: ctypes.CDLL, ruleset: int, path: Path, access: int, handled: int, follow: bool = True
+    libc: ctypes.CDLL, ruleset: int, path: str, access: int, handled: int, follow: bool = True
 ) -> None:
     """Allow `access` beneath `path`. A sibling of the way to a hidden folder is not followed
     when it is a symlink: `/tmp/pytest-current` -> a folder that holds the hidden HOME."""
@@ -153,7 +156,7 @@ def _add_path(
         os.close(fd)
 
 
-def restrict(hidden: list[Path], readable: list[Path], writable: list[Path], network: bool) -> None:
+def restrict(hidden: list[str], readable: list[str], writable: list[str], network: bool) -> None:
     """Restrict this process (and whatever it execs) to the rules above."""
     abi = abi_version()
     if abi < 1:
@@ -171,11 +174,11 @@ def restrict(hidden: list[Path], readable: list[Path], writable: list[Path], net
     ruleset = _check(code, "create_ruleset")
     try:
         for root in readable_roots(hidden):
-            _add_path(libc, ruleset, root, _READ, handled, follow=root == Path("/") or not hidden)
+            _add_path(libc, ruleset, root, _READ, handled, follow=root == "/" or not hidden)
         for folder in readable:
             _add_path(libc, ruleset, folder, _READ, handled)
         for device in _DEVICES:
-            _add_path(libc, ruleset, Path(device), _READ_FILE | _WRITE_FILE | _TRUNCATE, handled)
+            _add_path(libc, ruleset, device, _READ_FILE | _WRITE_FILE | _TRUNCATE, handled)
         for folder in writable:
             _add_path(libc, ruleset, folder, handled, handled)
         _check(libc.prctl(_L(_PR_SET_NO_NEW_PRIVS), _L(1), _L(0), _L(0), _L(0)), "no_new_privs")
