@@ -33,7 +33,7 @@ from runner.mcp.results import CONNECTION_CLOSED, REQUEST_TIMEOUT, render_error,
 from runner.mcp.stdio import stdio_transport
 from runner.redact import Redactor
 from runner.toolcall import ToolResult, ToolSpec
-from runner.workspace import SANDBOX_ENV
+from runner.workspace import SANDBOX_ENV, TRACE_ENV
 from runner.workspace import current as current_sandbox
 
 __all__ = ["Connection"]
@@ -235,7 +235,8 @@ class Connection:
     def _stdio_transport(self, errlog: TextIO) -> Any:
         cfg = self.config
         assert cfg.cmd is not None  # ExtensionConfig validates it for enabled servers
-        env = server_env(self._base_env, cfg.envs)
+        # A traced run's TRACEPARENT (of the task's span), under what the task itself sets.
+        env = {**(TRACE_ENV.get() or {}), **server_env(self._base_env, cfg.envs)}
         if cfg.name == WORKSPACE and (sandbox := current_sandbox()) is not None:
             env[SANDBOX_ENV] = sandbox.to_json()  # its commands run in the task's sandbox
         params = StdioServerParameters(

@@ -29,7 +29,7 @@ from runner.workspace.sandbox import (
     probe,
     toolchain_dirs,
 )
-from runner.workspace.shell import ShellRun, kill_group, open_shell, run_shell
+from runner.workspace.shell import TRACE_ENV, ShellRun, kill_group, open_shell, run_shell
 from runner.workspace.tools import DESCRIPTIONS, WorkspaceTools, error_text
 from runner.workspace.tree import Listing, list_tree
 
@@ -46,6 +46,7 @@ __all__ = [
     "open_shell",
     "probe",
     "DEFAULT_PROMPT_FILE_BYTES",
+    "TRACE_ENV",
     "Bounded",
     "DESCRIPTIONS",
     "Confinement",
