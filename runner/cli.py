@@ -177,6 +177,8 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--output", choices=["text", "json"], default="text", help="console summary format"
     )
+    parser.add_argument("--sandbox", choices=["auto", "required", "off"], help="mode of every task")
+    parser.add_argument("--sandbox-backend", choices=["auto", "bwrap", "landlock", "none"])
     parser.add_argument("-q", "--quiet", action="store_true", help="failures and summary only")
     parser.add_argument("-v", "--verbose", action="store_true", help="a line per turn; transcripts")
 
@@ -349,12 +351,17 @@ def parse_params(pairs: Sequence[str]) -> dict[str, str]:
 def _settings_and_options(args: argparse.Namespace) -> tuple[Any, Any]:
     from runner.run import RunOptions
     from runner.settings import load_settings
+    from runner.workspace import make_undumpable
+
+    make_undumpable()  # run, resume: commands must not read the API keys in /proc/PID/environ
 
     overrides = {
         "jobs": getattr(args, "jobs", None),
         "out": args.out,
         "max_cost_usd": args.max_cost_usd,
         "log_level": args.log_level,
+        "sandbox_mode": args.sandbox,
+        "sandbox_backend": args.sandbox_backend,
     }
     settings = load_settings(overrides, config_file=args.config)
     options = RunOptions(

@@ -18,6 +18,7 @@ __all__ = [
     "Problem",
     "ProviderError",
     "RunnerError",
+    "SandboxUnavailable",
     "TaskFileError",
     "worst_exit_code",
 ]
@@ -101,6 +102,12 @@ class TaskFileError(ConfigError):
 
 class ProviderError(RunnerError):
     """The model provider is unreachable or refused us after retries."""
+
+    exit_code = ExitCode.INFRASTRUCTURE
+
+
+class SandboxUnavailable(RunnerError):
+    """`sandbox: {mode: required}` and no backend confines commands on this host."""
 
     exit_code = ExitCode.INFRASTRUCTURE
 

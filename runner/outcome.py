@@ -8,10 +8,50 @@ from typing import Any, Literal
 
 from runner.errors import ExitCode
 
-__all__ = ["RunSummary", "Status", "TaskOutcome", "Totals"]
+__all__ = ["RunSummary", "SandboxRecord", "Status", "TaskOutcome", "Totals"]
 
 Status = Literal["passed", "failed", "budget_exceeded", "error", "interrupted"]
 """How a task ended; the same words as the session log's `end` event."""
+
+
+@dataclass(frozen=True)
+class SandboxRecord:
+    """What confined a task's commands (DESIGN 15): the log header, JUnit and summary say it."""
+
+    status: Literal["enforced", "degraded", "unavailable", "off"]
+    """`enforced` by a backend; `degraded`: `auto` found no backend and ran unconfined;
+    `unavailable`: `required` found none, so the task did not run; `off`: not asked for."""
+    backend: str = ""
+    """`bwrap` or `landlock` when enforced."""
+    reason: str = ""
+    """Why no backend works (degraded, unavailable)."""
+    network: bool = False
+    """Commands had the host's network (always, unless enforced)."""
+    writable: tuple[str, ...] = ()
+    """Folders writable besides the workdir and the private HOME and TMPDIR."""
+
+    def line(self) -> str:
+        """`sandbox: enforced (bwrap); network: off; writable: workdir, build`."""
+        head = {
+            "enforced": f"enforced ({self.backend})",
+            "degraded": f"degraded ({self.reason})",
+            "unavailable": f"unavailable ({self.reason})",
+            "off": "off",
+        }[self.status]
+        if self.status != "enforced":
+            return f"sandbox: {head}"
+        writable = ", ".join(("workdir", *self.writable))
+        return f"sandbox: {head}; network: {'on' if self.network else 'off'}; writable: {writable}"
+
+    def as_json(self) -> dict[str, Any]:
+        """The record as plain data (session log header, summary.json)."""
+        return {
+            "status": self.status,
+            "backend": self.backend or None,
+            "reason": self.reason or None,
+            "network": self.network,
+            "writable": list(self.writable),
+        }
 
 
 @dataclass(frozen=True)
@@ -82,6 +122,8 @@ class TaskOutcome:
     `success.expect.json_schema` (redacted); None otherwise."""
     child_sessions: tuple[str, ...] = ()
     """Session ids of the task's sub-agents (their tokens and cost are in `totals`)."""
+    sandbox: SandboxRecord | None = None
+    """What confined the task's commands; None when the task never got that far."""
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ __all__ = [
     "PROJECT_CONFIG",
     "ModelInfo",
     "RetrySettings",
+    "SandboxSettings",
     "Settings",
     "WorkspaceLimits",
     "environ",
@@ -98,6 +99,22 @@ class WorkspaceLimits(BaseModel):
     command_output_max_bytes: int = Field(4_000_000, gt=0)
     """Bytes of a command's output kept in its output file; the rest is read and dropped, but
     for its last part, which is kept too."""
+
+
+class SandboxSettings(BaseModel):
+    """How the commands of a task are confined (DESIGN 15, README "Sandbox"); a task's own
+    `sandbox:` keys override the config's."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Literal["auto", "required", "off"] = "auto"
+    """`auto`: confine when a backend works, else warn and run unconfined; `required`: a task
+    with no working backend ends as an infrastructure error (exit 4); `off`: no sandbox."""
+    network: bool = False
+    """Commands may use the host's network."""
+    writable: tuple[str, ...] = ()
+    """Folders commands may write besides the workdir, relative to the workdir; each must exist
+    inside the repository that holds the workdir."""
 
 
 def _env_alias(name: str, *extra: str) -> AliasChoices:
@@ -187,6 +204,12 @@ class Settings(BaseSettings):
     """Default time limit of one tool call."""
     workspace_limits: WorkspaceLimits = WorkspaceLimits()
     """Size limits of the built-in workspace's tools."""
+    sandbox: SandboxSettings = SandboxSettings()
+    """The sandbox of every task; a task's own `sandbox:` keys override these."""
+    sandbox_mode: Literal["auto", "required", "off"] | None = None
+    """`--sandbox MODE`: the mode of every task, over the config's and the tasks' own."""
+    sandbox_backend: Literal["auto", "bwrap", "landlock", "none"] = "auto"
+    """`--sandbox-backend`: which backend the probe tries (`none`: no backend works)."""
     shutdown_grace_s: float = Field(5.0, gt=0)
     """After SIGINT or SIGTERM, how long the run may take to stop before a watchdog writes the
     reports from what it knows and exits."""

@@ -70,6 +70,8 @@ def task_facts(outcome: TaskOutcome) -> list[str]:
         facts.append(f"session_id: {outcome.session_id}")
     if outcome.child_sessions:
         facts.append(f"child_sessions: {', '.join(outcome.child_sessions)}")
+    if outcome.sandbox is not None:
+        facts.append(outcome.sandbox.line())
     return facts
 
 

@@ -126,6 +126,7 @@ def _task_json(outcome: TaskOutcome) -> dict[str, Any]:
         "check_output": outcome.check_output or None,
         "structured_result": outcome.structured_result,
         "child_sessions": list(outcome.child_sessions),
+        "sandbox": outcome.sandbox.as_json() if outcome.sandbox else None,
     }
 
 

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-import os
 import re
-import signal
-from collections.abc import Mapping
+import subprocess
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from runner.task import Expect
+from runner.workspace import kill_group, open_shell, shared_reaper
 
 __all__ = [
     "CheckResult",
@@ -26,6 +26,10 @@ __all__ = [
 
 OUTPUT_TAIL_CHARS = 4000  # what the agent sees of a failed check: the end is where errors are
 TIMEOUT_EXIT_CODE = 124  # as timeout(1) reports it
+MAX_CHECK_OUTPUT_BYTES = 1024 * 1024
+"""What is kept of a check's output: its end, where the errors are."""
+_DRAIN_S = 1.0
+"""After the check ends, how long its output pipe may stay open before reading stops."""
 
 
 @dataclass(frozen=True)
@@ -80,36 +84,53 @@ def _strip_fence(text: str) -> str:
 async def run_check(
     command: str, workdir: Path, timeout_s: float, env: Mapping[str, str]
 ) -> CheckResult:
-    """Run `command` with the shell in `workdir`; the whole process group dies on timeout."""
-    process = await asyncio.create_subprocess_shell(
+    """Run `command` like execute_command (`runner.workspace.open_shell`: the task's sandbox, its
+    own process group, registered with the reaper); its whole group dies when it ends, so no
+    background process outlives the check. The last MAX_CHECK_OUTPUT_BYTES are kept."""
+    process = await open_shell(
         command,
         cwd=workdir,
-        env=dict(env),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        watcher=shared_reaper(),
     )
+    tail = bytearray()
+    read_all = anyio.Event()
+
+    async def pump() -> None:
+        assert process.stdout is not None
+        try:
+            async for chunk in process.stdout:
+                tail.extend(chunk)
+                del tail[:-MAX_CHECK_OUTPUT_BYTES]
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+        finally:
+            read_all.set()
+
     try:
-        async with asyncio.timeout(timeout_s):
-            output, _ = await process.communicate()
-    except TimeoutError:
-        _kill_group(process.pid)
-        output, _ = await process.communicate()
-        text = output.decode("utf-8", errors="replace")
-        return CheckResult(
-            TIMEOUT_EXIT_CODE, text + f"\n[check timed out after {timeout_s:g}s]", True
-        )
-    except asyncio.CancelledError:
-        _kill_group(process.pid)
-        await process.wait()
-        raise
-    return CheckResult(process.returncode or 0, output.decode("utf-8", errors="replace"))
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):  # already gone
-        os.killpg(pid, signal.SIGKILL)
+        async with anyio.create_task_group() as group:
+            group.start_soon(pump)
+            with anyio.move_on_after(timeout_s) as scope:
+                await process.wait()
+            kill_group(process.pid)
+            # A process that left the group may hold the pipe open: it gets a moment, no more.
+            with anyio.move_on_after(_DRAIN_S):
+                await read_all.wait()
+            group.cancel_scope.cancel()
+    finally:
+        kill_group(process.pid)
+        with anyio.CancelScope(shield=True):
+            await process.wait()
+            await process.aclose()
+        shared_reaper().forget(process.pid)
+    text = tail.decode("utf-8", errors="replace")
+    if scope.cancelled_caught:
+        note = f"\n[check timed out after {timeout_s:g}s]"
+        return CheckResult(TIMEOUT_EXIT_CODE, text + note, True)
+    return CheckResult(process.returncode or 0, text)
 
 
 def output_tail(output: str) -> str:
@@ -122,12 +143,15 @@ def output_tail(output: str) -> str:
     return output
 
 
-def feedback_for_check(command: str, result: CheckResult, attempts_left: int) -> str:
-    """The user message that sends a failed check back to the agent."""
-    output = output_tail(result.output)
+def feedback_for_check(
+    command: str, result: CheckResult, attempts_left: int, mask: Callable[[str], str]
+) -> str:
+    """The user message that sends a failed check back to the agent, secrets masked (`mask`):
+    a check may print a token the agent must not see."""
+    output = mask(output_tail(result.output))
     return (
-        f"The success check `{command}` failed with exit code {result.exit_code}, so the task is "
-        f"not done yet. Its output ends with:\n\n{output.rstrip()}\n\n"
+        f"The success check `{mask(command)}` failed with exit code {result.exit_code}, so the "
+        f"task is not done yet. Its output ends with:\n\n{output.rstrip()}\n\n"
         "Fix the cause, then call attempt_completion again "
         f"({attempts_left} check attempt(s) left)."
     )

@@ -16,11 +16,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from runner.errors import Problem, TaskFileError
-from runner.mcp import WORKSPACE, builtin_workspace_root, policy_allows, server_env
+from runner.mcp import WORKSPACE, builtin_workspace_root, policy_allows
 from runner.prompt import Skill, discover_skills, load_skill_spec
 from runner.run.guard import GuardedExecutor, Hub
 from runner.run.hooks import HookLog, HookRunner
 from runner.run.permissions import PermissionGate, answers_to, check_rules_match
+from runner.run.sandboxing import command_env
 from runner.task import Hooks, Task, parse_config_hooks, unmatched_rules
 from runner.toolcall import ToolSpec
 from runner.workspace import DESCRIPTIONS
@@ -105,9 +106,8 @@ def tools_with_skills(
 
 
 def hook_env(task: Task, env: dict[str, str]) -> dict[str, str]:
-    """What a hook's environment starts from: the one execute_command gets."""
-    workspace = task.extensions.get(WORKSPACE)
-    return server_env(env, workspace.envs if workspace is not None else {})
+    """What a hook's environment starts from: the one execute_command gets, plus `check_env:`."""
+    return command_env(task, env)
 
 
 def guarded(

@@ -7,24 +7,18 @@ The order is the cheapest and most final first: an unmet `success.require` fails
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from runner.run.budget import Budget
 from runner.run.checks import expect_problem, feedback_for_check, output_tail, run_check
 from runner.run.hooks import HookRunner, stop_feedback
 from runner.run.requirements import GitState, git_state, requirement_problem
+from runner.run.sandboxing import command_env
 from runner.sessionlog import SessionLogWriter
 from runner.task import Task
 
 __all__ = ["Verdict", "judge_completion"]
-
-_PROVIDER_KEYS = {
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "AGENT_RUNNER_OPENAI_API_KEY",
-    "AGENT_RUNNER_ANTHROPIC_API_KEY",
-}
 
 
 @dataclass(frozen=True)
@@ -52,8 +46,10 @@ async def judge_completion(
     git_before: GitState | None,
     attempt: int,
     attempts_left: int,
+    mask: Callable[[str], str],
 ) -> Verdict | None:
-    """None when the completion `result` passes; else the first reason it does not."""
+    """None when the completion `result` passes; else the first reason it does not. `mask`
+    masks secrets in what goes back to the agent."""
     success = task.spec.success
     after = await git_state(task.workdir, env) if success.require.changed_files else None
     unmet = requirement_problem(success.require, budget, git_before, after)
@@ -72,11 +68,12 @@ async def judge_completion(
         return Verdict("expect", problem, feedback)
     if not success.check:
         return None
-    check_env = {k: v for k, v in env.items() if k not in _PROVIDER_KEYS}
-    ran = await run_check(success.check, task.workdir, success.check_timeout, check_env)
+    ran = await run_check(
+        success.check, task.workdir, success.check_timeout, command_env(task, env)
+    )
     log.check(success.check, ran.exit_code, ran.output, attempt)
     if ran.exit_code == 0:
         return None
     reason = f"success check `{success.check}` exited with {ran.exit_code}"
-    feedback = feedback_for_check(success.check, ran, attempts_left)
+    feedback = feedback_for_check(success.check, ran, attempts_left, mask)
     return Verdict("check", reason, feedback, output_tail(ran.output).rstrip())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import gc
 import time
 import traceback
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from runner import __version__
-from runner.errors import ExitCode, McpServerError, ProviderError, RunnerError
+from runner.errors import ExitCode, McpServerError, ProviderError, RunnerError, SandboxUnavailable
 from runner.llm import LLM, Message, Usage, cost_usd
 from runner.mcp import McpHub, McpLimits
 from runner.outcome import Status, TaskOutcome, Totals
@@ -31,6 +32,7 @@ from runner.run.parallel import call_concurrency
 from runner.run.progress import Progress
 from runner.run.replybounds import ReplyBounds
 from runner.run.requirements import GitState, git_state
+from runner.run.sandboxing import TaskSandbox, task_sandbox
 from runner.run.session_tools import check_tool_patterns, task_system_prompt
 from runner.run.tracing import traced_llm, traced_tools
 from runner.run.winddown import WindDown
@@ -95,15 +97,27 @@ class _State:
     executor: Any = None
     """The loop's tool executor when the task has hooks, skills or permissions (else the hub)."""
     children: list[str] = field(default_factory=list)
+    sandbox: TaskSandbox | None = None
+    """What confines the task's commands (runner.run.sandboxing)."""
     """Session ids of the sub-agents the task started (runner.run.agents)."""
 
 
 async def run_task(
     task: Task, llm: LLM, ctx: RunContext, resume: ResumePoint | None = None
 ) -> TaskOutcome:
-    """Run one task and return its outcome; never raises for a task-level failure."""
+    """Run one task in its sandbox and return its outcome; never raises for a task-level failure."""
+    async with task_sandbox(task, ctx.settings, ctx.say) as sandbox:
+        outcome = await _run_task(task, llm, ctx, resume, sandbox)
+    return dataclasses.replace(outcome, sandbox=sandbox.record)
+
+
+async def _run_task(
+    task: Task, llm: LLM, ctx: RunContext, resume: ResumePoint | None, sandbox: TaskSandbox
+) -> TaskOutcome:
     limits = task.spec.limits
-    state = _State()
+    state = _State(sandbox=sandbox)
+    if sandbox.record.status == "degraded":
+        state.early_warnings.append(sandbox.record.line())
     state.budget = Budget(limits.max_turns, limits.max_tokens, limits.max_cost_usd, ctx.run_budget)
     state.budget.reserve_output_tokens = ctx.settings.max_output_tokens
     if resume is not None:
@@ -188,6 +202,8 @@ def _error_kind(error: RunnerError) -> str:
         return "mcp"
     if isinstance(error, LogWriteError):
         return "artifacts"
+    if isinstance(error, SandboxUnavailable):
+        return "sandbox"
     return "config"
 
 
@@ -230,6 +246,8 @@ async def _run(
         limits=McpLimits.from_settings(settings),
     )
     try:
+        if state.sandbox is not None and state.sandbox.error is not None:
+            raise state.sandbox.error  # before any server starts or the model is called
         async with hub:  # stops every server on the way out, cancellation included
             skills = task_skills(task)
             own = tools_with_skills(task, hub.tools, hub.allowed_tools, skills)
@@ -296,6 +314,7 @@ def _open_log(
         "task_file": str(task.file),
         "checkout": checkout_record(task.file, task.workdir, Path.cwd()),
         "model": f"{llm.provider}:{llm.model}",
+        "sandbox": state.sandbox.record.as_json() if state.sandbox else None,
         "system_prompt": system,
         "tools": [
             {
@@ -394,6 +413,7 @@ async def _converse(
                     git_before=state.git_before,
                     attempt=attempt,
                     attempts_left=attempts_left,
+                    mask=ctx.redactor.with_secrets(task.secrets).text,
                 )
                 if verdict is None:
                     return "passed", "", "completed; checks passed"

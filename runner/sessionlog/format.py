@@ -170,6 +170,8 @@ class Header:
     """Where the task ran: `root` (the git work tree holding the task file) and `task_file` and
     `workdir` relative to it; `resume` finds them again in the checkout where it runs. Optional:
     logs written without it are resumed through `host.cwd`."""
+    sandbox: Mapping[str, Any] | None = None
+    """What confined the task's commands (`runner.outcome.SandboxRecord.as_json`); optional."""
     runner_version: str = __version__
     """The agent-runner version that wrote the log."""
     host: dict[str, str] = field(default_factory=host_facts)
@@ -206,6 +208,7 @@ class Header:
             "task_file": self.task_file,
             **({"checkout": dict(self.checkout)} if self.checkout is not None else {}),
             "model": self.model,
+            **({"sandbox": dict(self.sandbox)} if self.sandbox is not None else {}),
             "system_prompt": self.system_prompt,
             "system_prompt_sha256": "",
             "tools": [_tool_dict(t) for t in self.tools],

@@ -25,6 +25,7 @@ from runner.task.model import (
     parse_duration,
 )
 from runner.task.permissions import Permissions, Rule, parse_rule, unmatched_rules
+from runner.task.sandbox import writable_problems
 
 __all__ = [
     "AgentLimits",
@@ -49,4 +50,5 @@ __all__ = [
     "parse_rule",
     "unmatched_rules",
     "unmatched_allow_patterns",
+    "writable_problems",
 ]

@@ -20,6 +20,7 @@ from runner.task.agents import config_agent_layer
 from runner.task.interpolate import MissingVariable, fill_params, interpolate_env, placeholders
 from runner.task.model import SuiteSpec, TaskSpec
 from runner.task.problems import REFERENCE_HINT, explain_errors
+from runner.task.sandbox import writable_problems
 from runner.task.secrets import declared_secrets, extension_secrets
 from runner.task.toolcheck import static_unmatched
 from runner.task.yamlsource import Located, Path_, YamlError, load_located
@@ -236,6 +237,11 @@ class _Loader:
                 f"changed_files needs git, but workdir {workdir} is not inside a git repository",
                 "run the task in a git checkout (or `git init` the workdir), or drop the key",
             )
+        if workdir.is_dir():
+            found = writable_problems(spec.sandbox.writable, workdir, _repository_of(workdir))
+            for index, message, hint in found:
+                where = _own(at, raw, ("sandbox", "writable", index))
+                self.problem(path, located, where, message, hint)
         extensions, secrets = self._extensions(path, located, at, spec, workdir)
         if spec.model and (bad := spec_problem(spec.model)):
             self.problem(path, located, _own(at, raw, ("model",)), *bad)

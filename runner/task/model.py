@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from runner.mcp import ToolPolicy
+from runner.settings import SandboxSettings
 from runner.task.agents import AgentSpec, check_agent_names
 from runner.task.hooks import Hooks
 from runner.task.permissions import Permissions
@@ -169,6 +170,11 @@ class TaskSpec(_Strict):
     """How tool calls are made: XML in text (default) or the provider's native tool API."""
     agents: dict[str, AgentSpec] = Field(default_factory=dict)
     """Sub-agents the task may start with the `sub_agent` tool (runner.task.agents)."""
+    sandbox: SandboxSettings = SandboxSettings()
+    """How commands, hooks and the check are confined; keys set here override the config's."""
+    check_env: list[str] = Field(default_factory=list)
+    """Names of the runner's environment variables the success check and the hooks get, beyond
+    the minimal environment that commands get."""
 
     @field_validator("agents")
     @classmethod

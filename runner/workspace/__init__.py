@@ -3,7 +3,8 @@
 `WorkspaceTools` holds the tools as plain methods over a `Confinement` (paths), `files`
 (read, write, replace, list, search) and `commands` (execute_command, with the `reaper` that
 kills a command's process group however the runner dies). `shell` starts every command a task
-runs on the machine, execute_command's and the hooks' alike: the one seam a sandbox confines.
+runs on the machine, execute_command's, the hooks' and the success check's alike: the one seam
+the task's `sandbox` (bubblewrap or Landlock, `landlock` the script it runs) confines.
 The hub calls the tools in-process; `runner.workspace.server` serves them over stdio for any
 MCP client (`agent-runner mcp workspace`, `python -m runner.workspace`). `tree` is the bounded,
 .gitignore-aware folder walk that the prompt's file list shares; `confined_read` reads a workdir
@@ -16,11 +17,34 @@ from __future__ import annotations
 from runner.workspace.confined_read import DEFAULT_PROMPT_FILE_BYTES, Bounded, read_confined
 from runner.workspace.paths import Confinement, WorkspaceError
 from runner.workspace.reaper import Reaper, shared_reaper
-from runner.workspace.shell import TRACE_ENV, ShellRun, run_shell
+from runner.workspace.sandbox import (
+    BACKEND_CHOICES,
+    SANDBOX_ENV,
+    Probe,
+    Sandbox,
+    confine,
+    current,
+    git_dirs,
+    make_undumpable,
+    probe,
+    toolchain_dirs,
+)
+from runner.workspace.shell import TRACE_ENV, ShellRun, kill_group, open_shell, run_shell
 from runner.workspace.tools import DESCRIPTIONS, READ_ONLY, WorkspaceTools, error_text
 from runner.workspace.tree import Listing, list_tree
 
 __all__ = [
+    "BACKEND_CHOICES",
+    "SANDBOX_ENV",
+    "Probe",
+    "Sandbox",
+    "confine",
+    "current",
+    "git_dirs",
+    "kill_group",
+    "make_undumpable",
+    "open_shell",
+    "probe",
     "DEFAULT_PROMPT_FILE_BYTES",
     "TRACE_ENV",
     "Bounded",
@@ -37,4 +61,5 @@ __all__ = [
     "read_confined",
     "run_shell",
     "shared_reaper",
+    "toolchain_dirs",
 ]

@@ -20,7 +20,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
+from runner.settings import environ
 from runner.workspace.paths import WorkspaceError
+from runner.workspace.sandbox import SANDBOX_ENV, Sandbox, confine
 from runner.workspace.tools import DESCRIPTIONS, READ_ONLY, WorkspaceTools, error_text
 
 __all__ = ["build_server", "main", "serve"]
@@ -75,15 +77,24 @@ def serve(root: Path, output_dir: Path | None = None) -> int:
 
     Full command outputs go to `output_dir`, else to a temporary folder removed at exit. The
     runner uses the temporary folder: outputs may hold secrets the runner cannot mask there.
+    Commands run in the sandbox the runner hands over in `SANDBOX_ENV`, if any.
     """
     if not root.is_dir():
         print(f"workspace: root {root} is not a folder", file=sys.stderr)
         return 2
-    if output_dir is not None:
-        build_server(root, output_dir).run()
-        return 0
-    with tempfile.TemporaryDirectory(prefix="agent-runner-workspace-") as out:
-        build_server(root, Path(out)).run()
+    sandbox = None
+    if given := environ().get(SANDBOX_ENV):  # set by the runner for its task's sandbox
+        try:
+            sandbox = Sandbox.from_json(given)
+        except ValueError as exc:
+            print(f"workspace: {SANDBOX_ENV}: {exc}", file=sys.stderr)
+            return 2
+    with confine(sandbox):
+        if output_dir is not None:
+            build_server(root, output_dir).run()
+            return 0
+        with tempfile.TemporaryDirectory(prefix="agent-runner-workspace-") as out:
+            build_server(root, Path(out)).run()
     return 0
 
 

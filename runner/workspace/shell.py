@@ -1,8 +1,11 @@
 """How the runner starts a shell command in a workdir: execute_command and hooks both come here.
 
-One seam for every command a task runs on the machine, so that a sandbox added later confines
-them all: `/bin/sh -c COMMAND` in the root, with the given (minimal) environment, as the leader
-of its own process group, which is killed whole when the command ends or times out.
+One seam for every command a task runs on the machine (execute_command, hooks, the success
+check), so that the task's sandbox (`runner.workspace.sandbox.current()`) confines them all:
+`/bin/sh -c COMMAND` in the root, with the given (minimal) environment, as the leader of its own
+process group, which is killed whole when the command ends or times out. Confined, the leader is
+the sandbox's `bwrap` (or the Landlock script, which execs the shell), with HOME and TMPDIR in the
+task's private folder.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ from typing import IO, Any, Protocol
 
 import anyio
 from anyio.abc import ByteReceiveStream, Process
+
+from runner.settings import environ
+from runner.workspace.sandbox import current
 
 __all__ = ["TRACE_ENV", "GroupWatcher", "ShellRun", "kill_group", "open_shell", "run_shell"]
 
@@ -56,9 +62,14 @@ async def open_shell(
     # await would leave a running command that neither the caller's `finally` nor the reaper
     # knows of (asyncio then kills the shell's pid only, not the children it forked). Shielded,
     # the cancel lands in the caller's wait, and the group is killed.
+    argv = ["/bin/sh", "-c", command]
+    sandbox = current()
+    if sandbox is not None:
+        argv = sandbox.argv(argv, cwd)
+        env = sandbox.env(env if env is not None else environ())
     with anyio.CancelScope(shield=True):
         process = await anyio.open_process(
-            ["/bin/sh", "-c", command],
+            argv,
             stdin=stdin,
             stdout=stdout,
             stderr=stderr,

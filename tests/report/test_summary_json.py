@@ -41,6 +41,7 @@ def test_summary_carries_run_facts_and_each_task() -> None:
         "check_output": None,
         "structured_result": None,
         "child_sessions": [],
+        "sandbox": None,
     }
 
 

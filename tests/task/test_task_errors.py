@@ -173,3 +173,26 @@ def test_python_tags_are_not_constructed(tmp_path):
     path = write(tmp_path, "prompt: !!python/object/apply:os.system [echo pwned]\n")
     [message] = problems(path)
     assert "unsupported YAML tag" in message
+
+
+def test_a_writable_folder_that_is_missing_or_outside_the_repository_is_a_file_line_error(
+    tmp_path,
+):
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "build").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    path = write(
+        repo,
+        "prompt: hi\nsandbox:\n  writable:\n    - build\n    - missing\n    - ../elsewhere\n",
+    )
+    missing, outside = problems(path)
+    assert missing.startswith(f"{path}:5:") and "does not exist" in missing
+    assert outside.startswith(f"{path}:6:") and "outside the repository" in outside
+    assert "sandbox.writable[2]" in outside
+
+
+def test_a_bad_sandbox_mode_is_a_file_line_error(tmp_path):
+    path = write(tmp_path, "prompt: hi\nsandbox: {mode: sometimes}\n")
+    [message] = problems(path)
+    assert message.startswith(f"{path}:2:") and "sandbox.mode" in message

@@ -1,0 +1,131 @@
+"""The sandbox of one task (DESIGN 15): its settings, the backend the run found, the record.
+
+`task_sandbox` wraps a task: it merges the config's `sandbox:` with the task's own and the
+`--sandbox` mode, asks the probe (once per run) for a backend, and makes the task's commands run
+confined (`runner.workspace.confine`) with a private HOME and TMPDIR, removed at the end. It never
+raises: what stops the task (`required` without a backend, a bad `writable` folder of the config)
+is `TaskSandbox.error`, which the session raises before the model is called, so that the failure
+is an outcome with a log. `auto` without a backend warns once per run on the console; each task's
+log and JUnit say `degraded`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from runner.errors import ConfigError, RunnerError, SandboxUnavailable
+from runner.mcp import WORKSPACE, server_env
+from runner.outcome import SandboxRecord
+from runner.settings import SandboxSettings, Settings, environ
+from runner.task import Task, writable_problems
+from runner.workspace import Sandbox, confine, git_dirs, probe, toolchain_dirs
+
+__all__ = ["TaskSandbox", "command_env", "sandbox_settings", "task_sandbox"]
+
+_warned: list[str] = []
+"""The reasons already warned about on the console in this run (a run is one process)."""
+
+
+@dataclass(frozen=True)
+class TaskSandbox:
+    """A task's sandbox as the session sees it."""
+
+    record: SandboxRecord
+    error: RunnerError | None = None
+    """Why the task must not run (raised by the session before the model is called)."""
+
+
+def sandbox_settings(task: Task, settings: Settings) -> SandboxSettings:
+    """The config's `sandbox:`, the task's own keys over it, `--sandbox MODE` over both."""
+    merged = settings.sandbox.model_dump(exclude_unset=True)
+    merged.update(task.spec.sandbox.model_dump(exclude_unset=True))
+    if settings.sandbox_mode is not None:
+        merged["mode"] = settings.sandbox_mode
+    return SandboxSettings.model_validate(merged)
+
+
+def command_env(task: Task, env: Mapping[str, str]) -> dict[str, str]:
+    """The environment of a hook or the success check: the minimal one execute_command gets
+    (the workspace's `envs` included), plus the variables the task names under `check_env:`."""
+    workspace = task.extensions.get(WORKSPACE)
+    minimal = server_env(env, workspace.envs if workspace is not None else {})
+    minimal.update({name: env[name] for name in task.spec.check_env if name in env})
+    return minimal
+
+
+@contextlib.asynccontextmanager
+async def task_sandbox(
+    task: Task, settings: Settings, say: Callable[[str], None]
+) -> AsyncIterator[TaskSandbox]:
+    """Confine the body's commands as the task's settings ask; yields what was enforced."""
+    spec = sandbox_settings(task, settings)
+    if spec.mode == "off":
+        yield TaskSandbox(SandboxRecord("off", network=True))
+        return
+    writable, problem = _writable(spec, task, settings)
+    if problem is not None:
+        yield TaskSandbox(SandboxRecord("unavailable", reason=problem), ConfigError(problem))
+        return
+    found = await anyio.to_thread.run_sync(probe, settings.sandbox_backend)
+    if found.backend is None:
+        reason = f"no sandbox backend works on this host: {found.reason}"
+        if spec.mode == "required":
+            error = SandboxUnavailable(
+                f"sandbox mode is required, but {reason}; see the README's Sandbox section"
+            )
+            yield TaskSandbox(SandboxRecord("unavailable", reason=found.reason), error)
+            return
+        if reason not in _warned:
+            _warned.append(reason)
+            say(f"warning: {reason}; commands run unconfined (sandbox mode auto)")
+        yield TaskSandbox(SandboxRecord("degraded", reason=found.reason, network=True))
+        return
+    scratch = Path(tempfile.mkdtemp(prefix="agent-runner-sandbox-")).resolve()
+    try:
+        (scratch / "home").mkdir()
+        (scratch / "tmp").mkdir()
+        home = Path.home().resolve()
+        sandbox = Sandbox(
+            found.backend,
+            found.executable,
+            task.workdir,
+            scratch,
+            network=spec.network,
+            writable=writable,
+            hidden=(home,) if home.is_dir() and home != Path("/") else (),
+            readable=(*git_dirs(task.workdir), *toolchain_dirs(home, environ().get("PATH", ""))),
+        )
+        record = SandboxRecord(
+            "enforced", found.backend, network=spec.network, writable=spec.writable
+        )
+        with confine(sandbox):
+            yield TaskSandbox(record)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _writable(
+    spec: SandboxSettings, task: Task, settings: Settings
+) -> tuple[tuple[Path, ...], str | None]:
+    """The writable folders, resolved; or the first problem with one (from the config file:
+    the task's own were checked when it was loaded)."""
+    problems = writable_problems(spec.writable, task.workdir, _repository_of(task.workdir))
+    if problems:
+        index, message, hint = problems[0]
+        where = settings.where("sandbox", "writable", index)
+        return (), f"{where}: sandbox.writable: {message} ({hint})"
+    return tuple((task.workdir / entry).resolve() for entry in spec.writable), None
+
+
+def _repository_of(folder: Path) -> Path | None:
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
