@@ -77,6 +77,10 @@ class TaskOutcome:
     `success.expect.json_schema` (redacted); None otherwise."""
     child_sessions: tuple[str, ...] = ()
     """Session ids of the task's sub-agents (their tokens and cost are in `totals`)."""
+    patch: Path | None = None
+    """`isolation: worktree`: the task's change, `<out>/patches/<task>.patch` (None: no change)."""
+    worktree: Path | None = None
+    """`isolation: worktree` with `--keep-worktrees`: the worktree, left in place."""
 
 
 @dataclass(frozen=True)
