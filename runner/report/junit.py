@@ -67,6 +67,10 @@ def task_facts(outcome: TaskOutcome) -> list[str]:
         facts.append(f"session_id: {outcome.session_id}")
     if outcome.child_sessions:
         facts.append(f"child_sessions: {', '.join(outcome.child_sessions)}")
+    if outcome.patch is not None:
+        facts.append(f"patch: {display_path(outcome.patch)}")
+    if outcome.worktree is not None:
+        facts.append(f"worktree: {outcome.worktree}")
     return facts
 
 

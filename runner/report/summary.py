@@ -124,6 +124,8 @@ def _task_json(outcome: TaskOutcome) -> dict[str, Any]:
         "check_output": outcome.check_output or None,
         "structured_result": outcome.structured_result,
         "child_sessions": list(outcome.child_sessions),
+        "patch": display_path(outcome.patch) if outcome.patch else None,
+        "worktree": str(outcome.worktree) if outcome.worktree else None,
     }
 
 
