@@ -33,7 +33,7 @@ FILES = {
     "extra.txt": "untracked\n",
     "keep.txt": "keep\n",
 }
-"""The workdir as the run finds it; `repository` commits dirty.txt as `committed` and no extra.txt."""
+"""The workdir as the run finds it; `repository` commits dirty.txt as `committed`, no extra.txt."""
 # The check proves it runs in the worktree: the carried-over changes and the task's file are there.
 CHECK = "grep -q uncommitted dirty.txt && test -f extra.txt && test -f {own}.txt"
 
@@ -281,7 +281,7 @@ def test_resume_starts_from_the_patch_in_a_fresh_worktree(tmp_path: Path) -> Non
     second = run(
         tmp_path,
         resume,
-        {"route-first": [tool_reply("write_to_file", path="second.txt", content="2\n"), complete()]},
+        {"route-first": [tool_reply("write_to_file", path="second.txt", content="2"), complete()]},
     )
     assert second.code == 0, second.explain()
     patch = (tmp_path / "OUT2" / "patches" / "t.patch").read_text(encoding="utf-8")

@@ -1,0 +1,99 @@
+"""The check-then-open race (issue 17): a folder swapped with a symlink to outside, while the file
+tools read and write through it, never lets them read or write outside the root.
+
+Another process swaps `realdir` between a real folder and a symlink to a folder outside the root,
+as fast as it can. The tools run many times (a bounded count, not a time) and every answer is
+sorted: the inside file, a refusal, or an escape (the outside file's content; a file created
+outside). Before opens were made beneath the root, 110 of 400 reads escaped.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from runner.workspace import beneath
+from runner.workspace.files import Files
+from runner.workspace.paths import Confinement, WorkspaceError
+
+SWAPPER = """
+import ctypes, os, sys
+os.chdir(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+AT_FDCWD, RENAME_EXCHANGE = -100, 2
+print("ready", flush=True)
+while True:
+    # One atomic exchange: `realdir` is the folder or the symlink, never missing.
+    if libc.renameat2(AT_FDCWD, b"realdir", AT_FDCWD, b"link_store", RENAME_EXCHANGE) != 0:
+        for a, b in (("realdir", "real_store"), ("link_store", "realdir"),
+                     ("realdir", "link_store"), ("real_store", "realdir")):
+            try:
+                os.rename(a, b)
+            except OSError:
+                pass
+"""
+MAX_CALLS = 4000
+"""Calls at most; the loop stops early once enough of them met the swap mid-way."""
+ENOUGH_GAPS = 25
+
+
+@pytest.fixture(params=["openat2", "walk"])
+def racing(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Files, Path]]:
+    """(the tools on the root, the outside folder), while the swapper runs."""
+    if request.param == "walk":
+        monkeypatch.setattr(beneath, "_openat2_works", False)
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "realdir").mkdir(parents=True)
+    (root / "realdir" / "passwd").write_text("inside\n", encoding="utf-8")
+    outside.mkdir()
+    (outside / "passwd").write_text("root:x:0:0:SECRET\n", encoding="utf-8")
+    (root / "link_store").symlink_to(outside)
+    swapper = subprocess.Popen(
+        [sys.executable, "-c", SWAPPER, str(root)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert swapper.stdout is not None and swapper.stdout.readline().strip() == "ready"
+        yield Files(Confinement(root)), outside
+    finally:
+        swapper.kill()
+        swapper.wait()
+
+
+def sort(call: object) -> str:
+    """`inside`, `refused` (before the open: the path was outside when checked), `gap` (refused
+    by the open itself: the swap came between the check and the open), or `escaped`."""
+    try:
+        text = call() if callable(call) else ""
+    except WorkspaceError as error:
+        message = str(error)
+        return "gap" if "changed while it was opened" in message else "refused"
+    return "escaped" if "SECRET" in str(text) else "inside"
+
+
+def test_reads_never_return_a_file_outside_the_root(racing: tuple[Files, Path]) -> None:
+    files, _ = racing
+    seen: Counter[str] = Counter()
+    for _ in range(MAX_CALLS):
+        seen[sort(lambda: files.read("realdir/passwd"))] += 1
+        if seen["gap"] >= ENOUGH_GAPS:
+            break
+    assert seen["escaped"] == 0, seen
+    assert seen["gap"] > 0 and seen["inside"] > 0, f"the race was not exercised: {seen}"
+
+
+def test_writes_never_create_a_file_outside_the_root(racing: tuple[Files, Path]) -> None:
+    files, outside = racing
+    seen: Counter[str] = Counter()
+    for index in range(MAX_CALLS):
+        seen[sort(lambda i=index: files.write(f"realdir/new{i}/f.txt", "x"))] += 1
+        if seen["gap"] >= ENOUGH_GAPS:
+            break
+    assert sorted(p.name for p in outside.iterdir()) == ["passwd"], seen
+    assert seen["gap"] > 0 and seen["inside"] > 0, f"the race was not exercised: {seen}"
