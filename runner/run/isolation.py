@@ -63,10 +63,10 @@ def write_reason(task: Task) -> str | None:
             n for n in _WRITE_TOOLS if policy_allows(policy, ToolSpec(n, "", server=WORKSPACE))
         ]
         if allowed:
-            return f"it allows {', '.join(allowed)}"
+            return f"allows {', '.join(allowed)}"
     others = sorted(n for n, ext in task.extensions.items() if n != WORKSPACE and ext.enabled)
     if others:
-        return f"its MCP server(s) {', '.join(others)} may write"
+        return f"has MCP server(s) {', '.join(others)}, whose tools may write"
     return None
 
 

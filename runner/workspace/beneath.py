@@ -77,7 +77,8 @@ def open_beneath(
 ) -> int:
     """A descriptor for `path` (relative to `root`) opened with `flags`, that never leaves `root`.
 
-    With `write`, missing parent folders are created and no component may be `.git`.
+    With `write`, missing parent folders are created and no component may be `.git`. With
+    `O_NOFOLLOW` in `flags`, a symlink as the last component is refused (ELOOP), as by `open`.
 
     Raises:
         EscapeError: the path leads out of the root, or (`write`) into a `.git`.
@@ -137,6 +138,8 @@ def _walk(root_fd: int, root: Path, rel: PurePosixPath, flags: int, mode: int, w
                 stack.append(_open_folder(name, stack[-1], write))
                 continue
             except OSError as error:
+                if last and flags & os.O_NOFOLLOW:
+                    raise
                 target = _link_target(name, stack[-1], error)
             links += 1
             if links > _MAX_LINKS:
