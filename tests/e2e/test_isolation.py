@@ -21,6 +21,7 @@ from tests.e2e.conftest import (
     call,
     complete,
     default_args,
+    log_schema_errors,
     prepare,
     start,
     tool_reply,
@@ -287,3 +288,11 @@ def test_resume_starts_from_the_patch_in_a_fresh_worktree(tmp_path: Path) -> Non
     patch = (tmp_path / "OUT2" / "patches" / "t.patch").read_text(encoding="utf-8")
     assert "first.txt" in patch and "second.txt" in patch and "extra.txt" in patch
     assert not (tmp_path / "w" / "second.txt").exists()
+
+
+def test_the_logs_match_the_schema(
+    isolated: tuple[Done, dict[str, Any], dict[str, Any]],
+) -> None:
+    done, _, _ = isolated
+    for record in done.logs():
+        assert log_schema_errors(record.path) == []
