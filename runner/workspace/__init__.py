@@ -7,8 +7,9 @@ runs on the machine, execute_command's and the hooks' alike: the one seam a sand
 The hub calls the tools in-process; `runner.workspace.server` serves them over stdio for any
 MCP client (`agent-runner mcp workspace`, `python -m runner.workspace`). `tree` is the bounded,
 .gitignore-aware folder walk that the prompt's file list shares; `confined_read` reads a workdir
-file for the prompt (regular files inside the workdir only, bounded). Importing this face imports
-no MCP SDK.
+file for the prompt (regular files inside the workdir only, bounded); `regular` reads and writes
+regular files only, opened by `beneath` under their root without a check-then-open gap. Importing
+this face imports no MCP SDK.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 from runner.workspace.confined_read import DEFAULT_PROMPT_FILE_BYTES, Bounded, read_confined
 from runner.workspace.paths import Confinement, WorkspaceError
 from runner.workspace.reaper import Reaper, shared_reaper
+from runner.workspace.regular import read_regular
 from runner.workspace.shell import ShellRun, run_shell
 from runner.workspace.tools import DESCRIPTIONS, WorkspaceTools, error_text
 from runner.workspace.tree import Listing, list_tree
@@ -33,6 +35,7 @@ __all__ = [
     "error_text",
     "list_tree",
     "read_confined",
+    "read_regular",
     "run_shell",
     "shared_reaper",
 ]
