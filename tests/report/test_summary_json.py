@@ -39,6 +39,8 @@ def test_summary_carries_run_facts_and_each_task() -> None:
         "check_output": None,
         "structured_result": None,
         "child_sessions": [],
+        "patch": None,
+        "worktree": None,
     }
 
 
