@@ -131,3 +131,13 @@ def test_a_folder_that_goes_away_while_it_is_resolved_is_a_refusal(
     monkeypatch.setattr("runner.workspace.paths.os.path.realpath", swapped)
     with pytest.raises(WorkspaceError, match="'x/y' cannot be resolved: Invalid argument"):
         paths.resolve("x/y")
+
+
+def test_resolving_a_hard_linked_file_for_a_write_is_refused(
+    paths: Confinement, root: Path, outside: Path
+) -> None:
+    """The check before any open: the message says why a write in particular is refused."""
+    os.link(outside / "secret.txt", root / "hard.txt")
+    with pytest.raises(WorkspaceError, match="has 2 hard links; a write could change a file"):
+        paths.resolve("hard.txt", write=True)
+    assert paths.resolve("hard.txt") == root.resolve() / "hard.txt"  # reads check on open
