@@ -68,7 +68,7 @@ def walk_entries(
     the root while the walk runs is not listed."""
     parts = start.relative_to(root).parts
     folders = [root.joinpath(*parts[:depth]) for depth in range(len(parts) + 1)]
-    rules = [rule for folder in folders for rule in gitignore_rules(folder, root)]
+    rules = [rule for folder in folders for rule in gitignore_rules(folder)]
     try:
         fd = open_beneath(root, "/".join(parts) or ".", _FOLDER)
     except OSError:
@@ -96,7 +96,7 @@ def _walk_entries(
                     inner = os.open(child.name, _FOLDER | os.O_NOFOLLOW, dir_fd=fd)
                 except OSError:
                     continue  # gone, or swapped for a symlink, since it was listed
-                more = [*rules, *gitignore_rules(path, root)]
+                more = [*rules, *gitignore_rules(path)]
                 yield from _walk_entries(root, path, inner, more, recursive)
     finally:
         os.close(fd)
