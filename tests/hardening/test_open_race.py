@@ -109,6 +109,21 @@ def test_writes_never_create_a_file_outside_the_root(racing: tuple[Files, Path])
     assert seen["gap"] > 0 and seen["inside"] > 0, f"the race was not exercised: {seen}"
 
 
+def test_listings_never_show_a_folder_outside_the_root(racing: tuple[Files, Path]) -> None:
+    files, outside = racing
+    (outside / "outside-only.txt").write_text("x", encoding="utf-8")
+    seen: Counter[str] = Counter()
+    for _ in range(MAX_CALLS // 4):
+        try:
+            listing = files.list("realdir")
+        except WorkspaceError:
+            seen["refused"] += 1
+            continue
+        seen["escaped" if "outside-only" in listing else "inside"] += 1
+    assert seen["escaped"] == 0, seen
+    assert seen["inside"] > 0, seen
+
+
 SEARCHES = 40
 """Each search is a child process: fewer of them (before the fix, about 1 in 12 escaped). They
 search the root, which holds `realdir`: rg lists `realdir/passwd`, then opens it by its name.
