@@ -111,3 +111,29 @@ def test_resume_finds_the_patch_beside_the_sessions_folder(tmp_path: Path) -> No
 def test_an_edited_header_is_refused(tmp_path: Path, record: dict[str, str]) -> None:
     with pytest.raises(ConfigError, match="edited or damaged"):
         parent_worktree(header({"isolation": record}), tmp_path / "s.jsonl")
+
+
+def test_a_log_from_before_the_isolation_field_is_not_drift(tmp_path: Path) -> None:
+    """A field added since the log was written (here `isolation`), at its default, is not
+    reported as drift on resume; set to something else, it is."""
+    import json
+
+    from runner.redact import Redactor
+    from runner.run.checkout import Located
+    from runner.run.resume_task import _warn_on_drift
+    from runner.sessionlog import SessionRecord
+    from runner.settings import Settings
+
+    (task,) = tasks(tmp_path, {"name": "t"})
+    old = json.loads(json.dumps(Redactor().data(task.record())))
+    del old["isolation"]
+    located = Located(root=tmp_path, recorded_root=str(tmp_path), task_file=None, workdir=None)
+    said: list[str] = []
+    record = SessionRecord(tmp_path / "s.jsonl", {"task": old}, [], None)
+    _warn_on_drift(record, located, task, Settings(), said.append)
+    assert said == []
+    record = SessionRecord(
+        tmp_path / "s.jsonl", {"task": {**old, "isolation": "worktree"}}, [], None
+    )
+    _warn_on_drift(record, located, task, Settings(), said.append)
+    assert len(said) == 1 and "isolation" in said[0]
