@@ -296,3 +296,14 @@ def test_the_logs_match_the_schema(
     done, _, _ = isolated
     for record in done.logs():
         assert log_schema_errors(record.path) == []
+
+
+def test_without_git_a_worktree_task_is_a_configuration_error(tmp_path: Path) -> None:
+    empty = tmp_path / "no-git-here"
+    empty.mkdir()
+    scenario = Scenario(
+        task={"isolation": "worktree"}, files=FILES, steps=[complete()], env={"PATH": str(empty)}
+    )
+    done = run(tmp_path, scenario)
+    assert done.code == 2, done.explain()
+    assert "isolation: worktree needs git, and git is not installed" in done.stderr
