@@ -12,6 +12,7 @@ from that commit with the patch applied.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -180,7 +181,8 @@ async def run_isolated(
 ) -> TaskOutcome:
     """Run the task in a fresh worktree; the outcome names the patch (and the kept worktree)."""
     try:
-        repo = repository_of(task.workdir, env, parent["head"] if parent else None)
+        head = parent["head"] if parent else None
+        repo = await asyncio.to_thread(repository_of, task.workdir, env, head)
         patch = Path(parent["patch"]) if parent and parent["patch"] else None
         tree = await create_worktree(
             repo, env, carry=parent is None, exclude=(out_dir.resolve(),), patch=patch

@@ -184,11 +184,17 @@ async def _carry_changes(
     if tracked:
         await _must(tree.path, env, "apply", "--binary", "--whitespace=nowarn", stdin=tracked)
     listed = await _must(repo.top, env, "ls-files", "--others", "--exclude-standard", "-z")
-    for name in filter(None, listed.decode("utf-8", errors="surrogateescape").split("\0")):
-        source = repo.top / name
-        if any(source.resolve().is_relative_to(folder) for folder in exclude):
+    names = filter(None, listed.decode("utf-8", errors="surrogateescape").split("\0"))
+    # Copies off the event loop: a checkout may hold many untracked files.
+    await asyncio.to_thread(_copy_untracked, repo.top, tree.path, list(names), exclude)
+
+
+def _copy_untracked(top: Path, into: Path, names: list[str], exclude: tuple[Path, ...]) -> None:
+    for name in names:
+        source = top / name
+        if any(source.is_relative_to(folder) for folder in exclude):
             continue  # the run's own artifacts folder, when it lies inside the checkout
-        target = tree.path / name
+        target = into / name
         target.parent.mkdir(parents=True, exist_ok=True)
         if source.is_symlink():
             target.symlink_to(source.readlink())
