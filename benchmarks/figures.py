@@ -310,6 +310,8 @@ def concurrency(bench: Bench) -> list[Row]:
     tasks, turns, latency = (2, 1, 0.05) if bench.quick else (32, 10, 0.2)
     suite = (
         "defaults:\n  workdir: ws\n  prompt: Read notes.txt and report.\n"
+        # Read-only, so that the tasks may share their workdir under --jobs (DESIGN 15).
+        "  tools: {deny: [write_to_file, replace_in_file, execute_command]}\n"
         f"  limits: {{max_turns: {turns + 5}}}\ntasks:\n"
         + "".join(f"  - name: c{i}\n" for i in range(tasks))
     )

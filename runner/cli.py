@@ -200,6 +200,8 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="set a declared param (repeatable)",
     )
     run.add_argument("--fail-fast", action="store_true", help="stop at the first failed task")
+    run.add_argument("--isolation", choices=["none", "worktree"], help="tasks in git worktrees")
+    run.add_argument("--keep-worktrees", action="store_true", help="do not remove the worktrees")
     run.set_defaults(handler=_run)
 
 
@@ -371,6 +373,8 @@ def _settings_and_options(args: argparse.Namespace) -> tuple[Any, Any]:
         quiet=args.quiet,
         verbose=args.verbose,
         fail_fast=getattr(args, "fail_fast", False),
+        isolation=getattr(args, "isolation", None),
+        keep_worktrees=getattr(args, "keep_worktrees", False),
     )
     return settings, options
 

@@ -124,6 +124,10 @@ class TaskOutcome:
     """Session ids of the task's sub-agents (their tokens and cost are in `totals`)."""
     sandbox: SandboxRecord | None = None
     """What confined the task's commands; None when the task never got that far."""
+    patch: Path | None = None
+    """`isolation: worktree`: the task's change, `<out>/patches/<task>.patch` (None: no change)."""
+    worktree: Path | None = None
+    """`isolation: worktree` with `--keep-worktrees`: the worktree, left in place."""
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +22,7 @@ import yaml
 from runner.errors import Problem
 from runner.prompt.sections import Section
 from runner.toolcall import ToolSpec
-from runner.workspace import Confinement, WorkspaceError
+from runner.workspace import Confinement, WorkspaceError, read_regular
 
 __all__ = [
     "LOAD_SKILL",
@@ -61,8 +60,7 @@ class Skill:
 
     def read(self, file: str) -> str:
         """A file of the skill's folder, as text; WorkspaceError says why not."""
-        real = Confinement(self.folder).resolve(file)
-        data = _read_regular(real, file)
+        data = _read_regular(self.folder, file)
         if b"\x00" in data[:8192]:
             raise WorkspaceError(f"{file!r} is a binary file; load_skill reads text files only")
         return data.decode("utf-8", errors="replace")
@@ -138,7 +136,7 @@ def _skills_in(source: Path, problems: list[Problem]) -> list[Skill]:
             problems.append(Problem(str(file), 0, 0, "", f"the skill folder links out of {source}"))
             continue
         try:
-            data = _read_regular(Confinement(folder).resolve(SKILL_FILE), str(file))
+            data = _read_regular(folder, SKILL_FILE, str(file))
         except WorkspaceError as exc:
             problems.append(Problem(str(file), 0, 0, "", str(exc)))
             continue
@@ -148,20 +146,13 @@ def _skills_in(source: Path, problems: list[Problem]) -> list[Skill]:
     return found
 
 
-def _read_regular(real: Path, given: str) -> bytes:
-    try:
-        info = real.stat()
-    except OSError as exc:
-        raise WorkspaceError(f"{given!r} cannot be read: {exc.strerror}") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise WorkspaceError(f"{given!r} is not a regular file")
-    if info.st_size > MAX_SKILL_BYTES:
-        raise WorkspaceError(f"{given!r} is over {MAX_SKILL_BYTES // 1024} KiB; refused")
-    try:
-        with real.open("rb") as handle:
-            return handle.read(MAX_SKILL_BYTES + 1)[:MAX_SKILL_BYTES]
-    except OSError as exc:
-        raise WorkspaceError(f"{given!r} cannot be read: {exc.strerror}") from None
+def _read_regular(folder: Path, file: str, given: str | None = None) -> bytes:
+    """`file` of the skill folder: a regular file inside it, opened beneath it (no gap between
+    the check and the open for a swapped symlink to use), at most MAX_SKILL_BYTES."""
+    paths = Confinement(folder)
+    real = paths.resolve(file)
+    hint = f" ({MAX_SKILL_BYTES // 1024} KiB); refused"
+    return read_regular(given or file, real, paths.root, MAX_SKILL_BYTES, hint=hint)
 
 
 def _parse(file: Path, folder: Path, text: str, problems: list[Problem]) -> Skill | None:

@@ -13,6 +13,7 @@ from runner.outcome import RunSummary, Status, TaskOutcome
 from runner.redact import Redactor
 from runner.report.summary import (
     EXIT_CODE_MEANINGS,
+    display_path,
     format_cost,
     format_duration,
     format_tokens,
@@ -101,6 +102,10 @@ def task_finished_line(outcome: TaskOutcome, *, redactor: Redactor, color: bool 
         cause = f"({outcome.kind}) " if outcome.kind else ""
         if cause or why:
             line += f"  {cause}{why}".rstrip()
+    if outcome.patch is not None:
+        line += f"  patch={display_path(outcome.patch)}"
+    if outcome.worktree is not None:
+        line += f"  worktree={outcome.worktree}"
     # Redact before colouring, so an escape code never splits a secret and hides it.
     line = redactor.text(line)
     return f"{_paint(f'{label:<{_LABEL_WIDTH}}', outcome.status, color)}  {line}"

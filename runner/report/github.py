@@ -200,6 +200,20 @@ def _check_output_details(outcome: TaskOutcome, redactor: Redactor) -> str:
     )
 
 
+def _patches(outcomes: list[TaskOutcome], redactor: Redactor) -> str:
+    """The tasks' patches (`isolation: worktree`) as a list, or ""."""
+    lines = [
+        f"- {_cell(redactor.text(o.name), 120)}: {_code(display_path(o.patch), 300)}\n"
+        for o in outcomes
+        if o.patch is not None
+    ]
+    return (
+        "Patches (`git apply` them on the commit the run started from):\n\n" + "".join(lines)
+        if lines
+        else ""
+    )
+
+
 def _row(outcome: TaskOutcome, redactor: Redactor) -> str:
     totals = outcome.totals
     status = f"{_ICONS[outcome.status]} {outcome.status.replace('_', ' ')}"
@@ -257,6 +271,10 @@ def step_summary_markdown(summary: RunSummary, redactor: Redactor, limit: int) -
             used += len(block.encode())
     if details:
         text += "\n" + details
+    patches = _patches(ordered[: len(rows)], redactor)
+    if patches and used + len(patches.encode()) <= limit:
+        text += "\n" + patches
+        used += len(patches.encode())
     left_out = len(ordered) - len(rows)
     if left_out:
         text += (

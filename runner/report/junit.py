@@ -72,6 +72,10 @@ def task_facts(outcome: TaskOutcome) -> list[str]:
         facts.append(f"child_sessions: {', '.join(outcome.child_sessions)}")
     if outcome.sandbox is not None:
         facts.append(outcome.sandbox.line())
+    if outcome.patch is not None:
+        facts.append(f"patch: {display_path(outcome.patch)}")
+    if outcome.worktree is not None:
+        facts.append(f"worktree: {outcome.worktree}")
     return facts
 
 

@@ -127,6 +127,8 @@ def _task_json(outcome: TaskOutcome) -> dict[str, Any]:
         "structured_result": outcome.structured_result,
         "child_sessions": list(outcome.child_sessions),
         "sandbox": outcome.sandbox.as_json() if outcome.sandbox else None,
+        "patch": display_path(outcome.patch) if outcome.patch else None,
+        "worktree": str(outcome.worktree) if outcome.worktree else None,
     }
 
 

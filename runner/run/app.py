@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import fnmatch
-import hashlib
 import signal
 import sys
 import uuid
@@ -40,7 +38,9 @@ from runner.report import (
 )
 from runner.run.agents import close_agent_models
 from runner.run.commands import check_sections, load_selected_tasks
+from runner.run.isolation import check_isolation, run_in_isolation
 from runner.run.progress import Progress
+from runner.run.selection import parse_shard, select_tasks, shard_of
 from runner.run.session import ResumePoint, RunContext, run_task
 from runner.run.tracing import abandon_traces, annotate_run, traced_run, traced_task
 from runner.run.watchdog import Watchdog
@@ -71,6 +71,9 @@ class RunOptions:
     """Print each task's transcript when it ends (on GitHub Actions it is always printed, folded
     in a group)."""
     fail_fast: bool = False
+    isolation: str | None = None
+    """`--isolation`: none or worktree for every task (None: each task's own)."""
+    keep_worktrees: bool = False
 
 
 @dataclass
@@ -81,35 +84,6 @@ class Job:
     llm: LLM
     resume: ResumePoint | None = None
     started: bool = field(default=False)
-
-
-def shard_of(name: str, shards: int) -> int:
-    """The 1-based shard of a task: a hash of its name, so adding tasks moves no other task."""
-    digest = hashlib.sha256(name.encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big") % shards + 1
-
-
-def parse_shard(text: str) -> tuple[int, int]:
-    index, sep, total = text.partition("/")
-    try:
-        k, n = int(index), int(total)
-    except ValueError:
-        k, n = 0, 0
-    if not sep or n < 1 or not 1 <= k <= n:
-        raise ConfigError(f"--shard {text!r}: write it as K/N with 1 <= K <= N, e.g. 2/4")
-    return k, n
-
-
-def select_tasks(tasks: list[Task], filters: Sequence[str] | None, shard: str | None) -> list[Task]:
-    """Tasks matching any `--filter` glob, then those of the shard."""
-    if filters:
-        tasks = [t for t in tasks if any(fnmatch.fnmatchcase(t.name, f) for f in filters)]
-        if not tasks:
-            raise ConfigError(f"--filter {' '.join(filters)}: no task name matches")
-    if shard:
-        k, n = parse_shard(shard)
-        tasks = [t for t in tasks if shard_of(t.name, n) == k]
-    return tasks
 
 
 def prepare_jobs(tasks: list[Task], settings: Settings, model: str | None) -> list[Job]:
@@ -158,6 +132,8 @@ def run_tasks(
 def execute(jobs: list[Job], settings: Settings, options: RunOptions) -> int:
     """Run the jobs, write the reports, return the run's exit code."""
     codes = {signal.SIGINT: ExitCode.SIGINT, signal.SIGTERM: ExitCode.SIGTERM}
+    parents = [(job.task, job.resume.worktree if job.resume else None) for job in jobs]
+    check_isolation(parents, settings.jobs, options.isolation, environ())
     with (
         Watchdog(settings.shutdown_grace_s, codes) as watchdog,
         traced_run(environ(), len(jobs)) as trace,
@@ -301,7 +277,15 @@ async def _run_all(
                 )
             )
             async with ctx.progress.task(job.task.name):
-                run = run_task(job.task, job.llm, ctx, job.resume)
+                run = run_in_isolation(
+                    job.task,
+                    lambda task: run_task(task, job.llm, ctx, job.resume),
+                    override=options.isolation,
+                    keep=options.keep_worktrees,
+                    out_dir=ctx.out_dir,
+                    env=ctx.env,
+                    parent=job.resume.worktree if job.resume else None,
+                )
                 outcome = await traced_task(job.task, job.llm, ctx.redactor, run)
             results[index] = outcome
             _report_finished(outcome, console, ctx.redactor, github, options.verbose)

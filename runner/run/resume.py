@@ -14,6 +14,7 @@ from runner.redact import Redactor
 from runner.run.agent_resume import settled_agent_calls
 from runner.run.app import Job, RunOptions, execute, prepare_jobs
 from runner.run.checkout import Located, locate_in_checkout
+from runner.run.isolation import parent_worktree
 from runner.run.resume_task import check_header_names, resumed_task
 from runner.run.session import ResumePoint
 from runner.sessionlog import SessionRecord, read_session, rebuild_messages, sessions_to_resume
@@ -115,6 +116,7 @@ def _resume_point(record: SessionRecord, message: str | None) -> ResumePoint:
         message=text,
         budget_used=_used(record),
         expected_tools=tuple(t.get("name", "") for t in record.header.get("tools") or []),
+        worktree=parent_worktree(record.header, record.path),
     )
 
 

@@ -135,7 +135,13 @@ def _warn_on_drift(
     redactor = Redactor([*settings.secret_values(), *task.secrets])
     now = _comparable(json.loads(json.dumps(redactor.data(task.record()))))
     before = _comparable(record.header.get("task") or {})
-    changed = sorted(k for k in set(now) | set(before) if now.get(k) != before.get(k))
+    # A field added since the log was written, at its default, is no drift.
+    defaults = TaskSpec(prompt="-").model_dump(mode="json")
+    changed = sorted(
+        k
+        for k in set(now) | set(before)
+        if now.get(k) != before.get(k) and (k in before or now.get(k) != defaults.get(k, ...))
+    )
     if located.workdir_problem:
         changed.append("workdir (the log's lies outside this checkout; the log was edited?)")
     elif located.workdir is not None and located.workdir != task.workdir:

@@ -21,11 +21,11 @@ from runner.outcome import Status, TaskOutcome, Totals
 from runner.redact import Redactor
 from runner.run.agents import agent_executor, offered_tools
 from runner.run.budget import Budget, LimitExceeded, RunBudget
-from runner.run.checkout import checkout_record
 from runner.run.checks import structured_result
 from runner.run.compaction import Compactor
 from runner.run.features import end_hooks, guarded, start_hooks, task_skills, tools_with_skills
 from runner.run.hooks import HookRunner
+from runner.run.isolation import checkout_of
 from runner.run.judge import judge_completion
 from runner.run.loop import AgentGaveUp, Completion, run_loop
 from runner.run.parallel import call_concurrency
@@ -79,6 +79,8 @@ class ResumePoint:
     """What the parent spent: limits are cumulative across resumes."""
     expected_tools: tuple[str, ...] = ()
     """The parent's tool names, to warn when the tools drifted."""
+    worktree: dict[str, str] | None = None
+    """The parent ran in a worktree: its `head` and `patch` (runner.run.isolation)."""
 
 
 @dataclass
@@ -312,7 +314,7 @@ def _open_log(
         "runner_version": __version__,
         "task": task.record(),
         "task_file": str(task.file),
-        "checkout": checkout_record(task.file, task.workdir, Path.cwd()),
+        "checkout": checkout_of(task, Path.cwd()),
         "model": f"{llm.provider}:{llm.model}",
         "sandbox": state.sandbox.record.as_json() if state.sandbox else None,
         "system_prompt": system,

@@ -166,6 +166,8 @@ class TaskSpec(_Strict):
     """Folders of `<name>/SKILL.md` skills, relative to the task file."""
     permissions: Permissions = Permissions()
     """`TOOL(GLOB)` rules over the calls' main arguments; deny wins."""
+    isolation: Literal["none", "worktree"] = "none"
+    """`worktree`: run in a fresh git worktree of the workdir; the change becomes a patch."""
     tool_mode: Literal["xml", "native"] = "xml"
     """How tool calls are made: XML in text (default) or the provider's native tool API."""
     agents: dict[str, AgentSpec] = Field(default_factory=dict)

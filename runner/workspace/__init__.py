@@ -8,8 +8,9 @@ the task's `sandbox` (bubblewrap or Landlock, `landlock` the script it runs) con
 The hub calls the tools in-process; `runner.workspace.server` serves them over stdio for any
 MCP client (`agent-runner mcp workspace`, `python -m runner.workspace`). `tree` is the bounded,
 .gitignore-aware folder walk that the prompt's file list shares; `confined_read` reads a workdir
-file for the prompt (regular files inside the workdir only, bounded). Importing this face imports
-no MCP SDK.
+file for the prompt (regular files inside the workdir only, bounded); `regular` reads and writes
+regular files only, opened by `beneath` under their root without a check-then-open gap. Importing
+this face imports no MCP SDK.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 from runner.workspace.confined_read import DEFAULT_PROMPT_FILE_BYTES, Bounded, read_confined
 from runner.workspace.paths import Confinement, WorkspaceError
 from runner.workspace.reaper import Reaper, shared_reaper
+from runner.workspace.regular import read_regular
 from runner.workspace.sandbox import (
     BACKEND_CHOICES,
     SANDBOX_ENV,
@@ -59,6 +61,7 @@ __all__ = [
     "error_text",
     "list_tree",
     "read_confined",
+    "read_regular",
     "run_shell",
     "shared_reaper",
     "toolchain_dirs",

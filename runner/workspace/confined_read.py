@@ -3,8 +3,8 @@
 The prompt builder reads files a repository controls (AGENTS.md, every `.gitignore` of the file
 listing). A symlink to `/proc/self/environ` would put the runner's environment in the prompt, one to
 `/dev/zero` would be read until memory runs out, and a FIFO would block the open forever. So a file
-is read only when its real path lies inside the workdir and it is a regular file, opened without
-blocking, and never past `max_bytes`.
+is read only when it lies inside the workdir (opened beneath it: runner.workspace.beneath) and is
+a regular file, opened without blocking, and never past `max_bytes`.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+from runner.workspace.beneath import open_beneath
 
 __all__ = ["DEFAULT_PROMPT_FILE_BYTES", "Bounded", "read_confined"]
 
@@ -32,13 +34,13 @@ def read_confined(path: Path, root: Path, max_bytes: int) -> Bounded | None:
     """The text of `path` (at most `max_bytes`), or None when it is missing, unreadable, not a
     regular file, or resolves outside `root`."""
     try:
-        real = path.resolve(strict=True)
-        if not real.is_relative_to(root.resolve(strict=True)):
-            return None
-        # O_NONBLOCK: opening a FIFO must not wait for a writer; O_NOFOLLOW: the resolved path
-        # must not have become a symlink since.
-        flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
-        fd = os.open(real, flags | getattr(os, "O_CLOEXEC", 0))
+        try:
+            rel = path.relative_to(root)
+        except ValueError:
+            rel = path.resolve(strict=True).relative_to(root.resolve(strict=True))
+        # Opened beneath the root (no folder on the way can be swapped for a link out of it in
+        # between); O_NONBLOCK: opening a FIFO must not wait for a writer.
+        fd = open_beneath(root, rel.as_posix(), os.O_RDONLY | os.O_NONBLOCK)
     except (OSError, RuntimeError, ValueError):
         return None
     try:

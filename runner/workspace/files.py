@@ -88,9 +88,8 @@ class Files:
     def write(self, path: str, content: str) -> str:
         """Create or overwrite a file, creating its parent folders."""
         real = self.paths.resolve(path, write=True)
-        real.parent.mkdir(parents=True, exist_ok=True)
         data = content.encode("utf-8")
-        existed = write_regular(path, real, data)
+        existed = write_regular(path, real, self.paths.root, data)
         self._seen[real] = _digest(data)
         verb = "Overwrote" if existed else "Created"
         lines = content.count("\n") + 1
@@ -115,7 +114,7 @@ class Files:
         for number, (search, replacement) in enumerate(blocks, 1):
             text = _apply(path, text, number, _eol(search, newline), _eol(replacement, newline))
         out = text.encode("utf-8")
-        write_regular(path, real, out)
+        write_regular(path, real, self.paths.root, out)
         self._seen[real] = _digest(out)
         return f"Applied {len(blocks)} edit(s) to {self.paths.relative(real)}"
 
@@ -138,6 +137,7 @@ class Files:
         return read_regular(
             given,
             real,
+            self.paths.base_of(real),
             self.max_read_bytes,
             hint=" of read_file; use search_files, or execute_command with head/sed, to see "
             "parts of it",

@@ -31,7 +31,10 @@ class Confinement:
         if "\x00" in path:
             raise WorkspaceError("the path contains a NUL byte")
         given = Path(path)
-        real = Path(os.path.realpath(given if given.is_absolute() else self.root / given))
+        try:
+            real = Path(os.path.realpath(given if given.is_absolute() else self.root / given))
+        except OSError as error:  # a folder on the way went away while it was resolved
+            raise WorkspaceError(f"{path!r} cannot be resolved: {error.strerror}") from None
         if not self._inside(real, write=write):
             raise WorkspaceError(
                 f"{path!r} is outside the workspace root {self.root} (after resolving '..' and "
@@ -40,6 +43,13 @@ class Confinement:
         if write:
             self._check_writable(path, real)
         return real
+
+    def base_of(self, real: Path) -> Path:
+        """The root (or the extra readable folder) that `real`, a path from `resolve`, lies in:
+        the folder a race-free open of it starts from (runner.workspace.beneath)."""
+        if real.is_relative_to(self.root):
+            return self.root
+        return next(extra for extra in self._readable if real.is_relative_to(extra))
 
     def relative(self, real: Path) -> str:
         """How the model should see a path: relative to the root, `.` for the root itself."""

@@ -2,7 +2,8 @@
 
 The in-process tools run on the runner's event loop. A plain `open()` of a FIFO waits for a
 writer (or a reader) forever, and then nothing else answers: not the other tasks, not SIGTERM. So
-every file a tool reads or writes is opened with `O_NONBLOCK` (an open that cannot wait), checked
+every file a tool reads or writes is opened beneath its root without a check-then-open gap
+(`runner.workspace.beneath`), with `O_NONBLOCK` (an open that cannot wait), checked
 with `fstat` on the descriptor it got (the file actually opened, not the one a path named a moment
 earlier), and refused unless it is a regular file. `O_NONBLOCK` changes nothing for regular files.
 
@@ -17,6 +18,7 @@ import os
 import stat
 from pathlib import Path
 
+from runner.workspace.beneath import EscapeError, open_beneath
 from runner.workspace.paths import WorkspaceError
 
 __all__ = ["read_regular", "write_regular"]
@@ -24,14 +26,15 @@ __all__ = ["read_regular", "write_regular"]
 _FLAGS = os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
 
 
-def read_regular(given: str, real: Path, max_bytes: int, *, hint: str = "") -> bytes:
-    """The bytes of the regular file `real` (the model called it `given`), at most `max_bytes`.
+def read_regular(given: str, real: Path, base: Path, max_bytes: int, *, hint: str = "") -> bytes:
+    """The bytes of the regular file `real` (the model called it `given`), at most `max_bytes`;
+    it is opened beneath `base` (runner.workspace.beneath), which it must lie in.
 
     Raises:
         WorkspaceError: it does not exist, is a folder or not a regular file, has other hard
             links, or is larger than `max_bytes` (`hint` says what to do instead).
     """
-    fd = _open(given, real, os.O_RDONLY)
+    fd = _open(given, real, base, os.O_RDONLY)
     try:
         info = _check(given, fd)
         if info.st_size > max_bytes:
@@ -51,14 +54,15 @@ def read_regular(given: str, real: Path, max_bytes: int, *, hint: str = "") -> b
         os.close(fd)
 
 
-def write_regular(given: str, real: Path, data: bytes) -> bool:
-    """Write `data` as the whole content of `real`, creating it; whether it existed before.
+def write_regular(given: str, real: Path, base: Path, data: bytes) -> bool:
+    """Write `data` as the whole content of `real`, creating it and its parent folders beneath
+    `base`; whether it existed before.
 
     The file is checked before it is truncated: a FIFO, device or hard-linked file is refused
     with its content untouched.
     """
     existed = os.path.lexists(real)
-    fd = _open(given, real, os.O_WRONLY | os.O_CREAT, mode=0o666)
+    fd = _open(given, real, base, os.O_WRONLY | os.O_CREAT, mode=0o666)
     try:
         _check(given, fd)
         os.ftruncate(fd, 0)
@@ -70,9 +74,15 @@ def write_regular(given: str, real: Path, data: bytes) -> bool:
     return existed
 
 
-def _open(given: str, real: Path, flags: int, mode: int = 0o777) -> int:
+def _open(given: str, real: Path, base: Path, flags: int, mode: int = 0o777) -> int:
     try:
-        return os.open(real, flags | _FLAGS, mode)
+        rel = real.relative_to(base).as_posix()
+        return open_beneath(base, rel, flags | _FLAGS, mode, write=bool(flags & os.O_CREAT))
+    except EscapeError as escape:
+        raise WorkspaceError(
+            f"{given!r} leads out of the workspace root or into .git ({escape.strerror}); it "
+            "changed while it was opened, so nothing was read or written"
+        ) from None
     except FileNotFoundError:
         raise WorkspaceError(f"{given!r} does not exist") from None
     except IsADirectoryError:

@@ -32,6 +32,7 @@ from typing import Any, Literal
 import anyio
 from anyio.abc import Process
 
+from runner.workspace.beneath import open_beneath
 from runner.workspace.paths import Confinement, WorkspaceError
 
 __all__ = ["MAX_LINE_SHOWN", "MAX_SEARCH_MATCHES", "Backend", "search_files"]
@@ -88,7 +89,7 @@ async def search_files(
             {"target": target, "regex": regex, "glob": file_pattern, "max_bytes": max_file_bytes}
         ).encode("utf-8")
     files, capped = await _collect(args, request, paths.root)
-    files = [f for f in files if _searchable(paths.root / f.path, max_file_bytes)]
+    files = _confirmed(paths.root, files, max_file_bytes)
     if not files:
         return f"No matches for {regex!r} in {rel}"
     return _format(files, capped)
@@ -103,6 +104,46 @@ def _searchable(real: Path, max_file_bytes: int) -> bool:
     if stat.S_ISDIR(info.st_mode):
         return True
     return stat.S_ISREG(info.st_mode) and info.st_nlink == 1 and info.st_size <= max_file_bytes
+
+
+def _confirmed(root: Path, files: list[_File], max_file_bytes: int) -> list[_File]:
+    """The lines the search reported that the file, opened beneath the root, really has.
+
+    rg opens files by name: a folder swapped for a symlink to outside the root while it runs
+    would show a file outside. Each file is read again beneath the root (runner.workspace.beneath)
+    and a line is kept only when it is there, at that number: what the model sees lies inside.
+    """
+    kept: list[_File] = []
+    for file in files:
+        lines = _lines_beneath(root, file.path, max_file_bytes)
+        confirmed = [
+            (n, text, hit)
+            for n, text, hit in file.lines
+            if lines is not None and 0 < n <= len(lines) and lines[n - 1] == text
+        ]
+        if any(hit for _, _, hit in confirmed):
+            kept.append(_File(file.path, confirmed))
+    return kept
+
+
+def _lines_beneath(root: Path, rel: str, max_file_bytes: int) -> list[str] | None:
+    """The lines of a regular file with one link, at most `max_file_bytes`, or None."""
+    try:
+        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_NOFOLLOW
+        fd = open_beneath(root, rel, flags)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            return None
+        if info.st_size > max_file_bytes:
+            return None
+        data = os.read(fd, max_file_bytes + 1)
+    finally:
+        os.close(fd)
+    text = data.decode("utf-8", errors="replace")
+    return [line.removesuffix("\r") for line in text.split("\n")]
 
 
 def _rg_args(max_file_bytes: int, file_pattern: str | None) -> list[str]:

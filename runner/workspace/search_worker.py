@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING or __name__ != "__main__":
+    from runner.workspace.beneath import open_beneath
     from runner.workspace.tree import walk_entries
 else:
     # Run as a script (`python -I search_worker.py`): importing the package would import its face
-    # and pydantic, 0.2 s per search. tree.py needs only pathspec and confined_read (standard
-    # library): load both by their paths, confined_read under its own name, so that tree.py's
-    # import of it finds it in sys.modules and never imports the package.
+    # and pydantic, 0.2 s per search. tree.py needs only pathspec, beneath and confined_read
+    # (standard library): load them by their paths, under their own names, so that the imports
+    # find them in sys.modules and never import the package.
     import importlib.util
     from types import ModuleType
 
@@ -35,6 +36,7 @@ else:
         spec.loader.exec_module(module)
         return module
 
+    open_beneath = _load("runner.workspace.beneath", "beneath.py").open_beneath
     _load("runner.workspace.confined_read", "confined_read.py")
     walk_entries = _load("_tree", "tree.py").walk_entries
 
@@ -65,7 +67,7 @@ def search(
     if start.is_dir():
         files = (f for f in _walk(root, start) if glob is None or _glob_matches(f, glob))
     for rel in files:
-        lines = _lines(root / rel, max_bytes)
+        lines = _lines(root, rel, max_bytes)
         if lines is None:
             continue
         hits = [n for n, line in enumerate(lines) if pattern.search(line)]
@@ -86,10 +88,11 @@ def _glob_matches(rel: str, glob: str) -> bool:
     return Path(rel).match(glob) or Path(rel).name == glob
 
 
-def _lines(file: Path, max_bytes: int) -> list[str] | None:
+def _lines(root: Path, rel: str, max_bytes: int) -> list[str] | None:
     """The file's lines, or None when it is not searched (as rg skips it, or refused)."""
     try:
-        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_NOFOLLOW)
+        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_NOFOLLOW
+        fd = open_beneath(root, rel, flags)  # no folder on the way swapped for a link out
     except OSError:
         return None
     try:

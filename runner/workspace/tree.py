@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pathspec
 
+from runner.workspace.beneath import open_beneath
 from runner.workspace.confined_read import DEFAULT_PROMPT_FILE_BYTES, read_confined
 
 __all__ = ["IgnoreRules", "Listing", "gitignore_rules", "is_ignored", "list_tree", "walk_entries"]
 
 _ALWAYS_SKIPPED = {".git", ".hg", ".svn"}
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
 
 IgnoreRules = list[tuple[Path, pathspec.GitIgnoreSpec]]
 """The .gitignore specs that apply to a folder, each with the folder it came from."""
@@ -59,28 +61,45 @@ def walk_entries(
 ) -> Iterator[tuple[str, os.DirEntry[str]]]:
     """(path relative to `root`, entry) under `start`, sorted by name within each folder, each
     folder before its contents; `.git` and what the .gitignore files from `root` down ignore are
-    skipped. The workspace's list_files and the search worker both walk with it."""
+    skipped. The workspace's list_files and the search worker both walk with it.
+
+    Folders are read through descriptors: `start` opened beneath `root`, each subfolder from its
+    parent's descriptor without following a symlink, so a folder swapped for a link to outside
+    the root while the walk runs is not listed."""
     parts = start.relative_to(root).parts
     folders = [root.joinpath(*parts[:depth]) for depth in range(len(parts) + 1)]
     rules = [rule for folder in folders for rule in gitignore_rules(folder)]
-    yield from _walk_entries(root, start, rules, recursive)
+    try:
+        fd = open_beneath(root, "/".join(parts) or ".", _FOLDER)
+    except OSError:
+        return
+    yield from _walk_entries(root, start, fd, rules, recursive)
 
 
 def _walk_entries(
-    root: Path, folder: Path, rules: IgnoreRules, recursive: bool
+    root: Path, folder: Path, fd: int, rules: IgnoreRules, recursive: bool
 ) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """Entries of the folder open as `fd` (closed at the end), which is `folder` by path."""
     try:
-        children = sorted(os.scandir(folder), key=lambda e: e.name)
-    except OSError:
-        return
-    for child in children:
-        path = Path(child.path)
-        is_dir = child.is_dir(follow_symlinks=False)
-        if child.name == ".git" or is_ignored(path, is_dir, rules):
-            continue
-        yield path.relative_to(root).as_posix(), child
-        if is_dir and recursive:
-            yield from _walk_entries(root, path, [*rules, *gitignore_rules(path)], recursive)
+        try:
+            children = sorted(os.scandir(fd), key=lambda e: e.name)
+        except OSError:
+            return
+        for child in children:
+            path = folder / child.name
+            is_dir = child.is_dir(follow_symlinks=False)
+            if child.name == ".git" or is_ignored(path, is_dir, rules):
+                continue
+            yield path.relative_to(root).as_posix(), child
+            if is_dir and recursive:
+                try:
+                    inner = os.open(child.name, _FOLDER | os.O_NOFOLLOW, dir_fd=fd)
+                except OSError:
+                    continue  # gone, or swapped for a symlink, since it was listed
+                more = [*rules, *gitignore_rules(path)]
+                yield from _walk_entries(root, path, inner, more, recursive)
+    finally:
+        os.close(fd)
 
 
 def list_tree(

@@ -68,10 +68,13 @@ def fifo_run(module_dir: Path) -> Done:
     second = FakeModelServer(
         [tool_reply("execute_command", command="echo other"), complete("other done")]
     ).start()
-    task = {"workdir": "w", "prompt": "Do it."}
+    task = {"prompt": "Do it."}
+    # Each its own workdir: two tasks that may write may not share one under --jobs 2.
+    (module_dir / "fifo" / "w2").mkdir(parents=True)
     scenario = Scenario(
         task=_suite(
-            {"name": "fifo", "model": MODEL, **task}, {"name": "other", "model": CLAUDE, **task}
+            {"name": "fifo", "model": MODEL, "workdir": "w", **task},
+            {"name": "other", "model": CLAUDE, "workdir": "w2", **task},
         ),
         args=["run", "t.yaml", "--out", "OUT", "--jobs", "2"],
         env={"ANTHROPIC_BASE_URL": second.anthropic_base_url, "ANTHROPIC_API_KEY": API_KEY},

@@ -102,7 +102,7 @@ def test_load_skill_reads_files_confined_to_the_skill_folder(tmp_path: Path) -> 
             skill.read(escape)
     with pytest.raises(WorkspaceError, match="binary"):
         skill.read("blob.bin")
-    with pytest.raises(WorkspaceError, match="not a regular file"):
+    with pytest.raises(WorkspaceError, match="is a folder"):
         skill.read(".")
 
 

@@ -176,3 +176,17 @@ def test_environment_decides_whether_github_reports_apply() -> None:
         {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": "/s.md", "GITHUB_OUTPUT": ""}
     )
     assert gh == GitHubActions(step_summary=Path("/s.md"), output=None)
+
+
+def test_step_summary_lists_the_patches_of_worktree_tasks() -> None:
+    from dataclasses import replace
+
+    patched = replace(outcome("fix", "passed"), patch=Path("out/patches/fix.patch"))
+    text = step_summary_markdown(
+        summary_of([patched, outcome("plain", "passed")]), REDACTOR, STEP_SUMMARY_LIMIT
+    )
+    assert "Patches (`git apply` them on the commit the run started from):" in text
+    assert "- fix: `out/patches/fix.patch`" in text.splitlines()
+    assert "plain:" not in text
+    without = step_summary_markdown(summary_of([outcome("p", "passed")]), REDACTOR, 100_000)
+    assert "Patches" not in without

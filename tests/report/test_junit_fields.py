@@ -248,3 +248,16 @@ def test_a_failed_checks_output_follows_the_reason_in_the_failure_body() -> None
     assert failure.text == (
         "success check `pytest` exited with 1\n\ncheck output (last part):\nE   assert 1 == 2"
     )
+
+
+def test_system_out_names_the_patch_and_a_kept_worktree(tmp_path: Path) -> None:
+    kept = replace(
+        outcome("iso", "passed"), patch=Path("out/patches/iso.patch"), worktree=tmp_path / "wt"
+    )
+    lines = case_of(junit_text(summary_of([kept]), Redactor()), "iso").findtext("system-out")
+    assert lines is not None
+    assert "patch: out/patches/iso.patch" in lines.splitlines()
+    assert f"worktree: {tmp_path / 'wt'}" in lines.splitlines()
+    plain = case_of(junit_text(summary_of([outcome("p", "passed")]), Redactor()), "p")
+    assert "patch:" not in (plain.findtext("system-out") or "")
+    assert "worktree:" not in (plain.findtext("system-out") or "")

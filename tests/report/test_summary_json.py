@@ -42,6 +42,8 @@ def test_summary_carries_run_facts_and_each_task() -> None:
         "structured_result": None,
         "child_sessions": [],
         "sandbox": None,
+        "patch": None,
+        "worktree": None,
     }
 
 

@@ -109,3 +109,35 @@ def test_reading_the_command_output_folder_is_allowed(paths: Confinement, tmp_pa
     assert paths.resolve(str(tmp_path / "out" / "command-1.log")).name == "command-1.log"
     with pytest.raises(WorkspaceError, match="outside"):
         paths.resolve(str(tmp_path / "out" / "command-1.log"), write=True)
+
+
+def test_base_of_names_the_root_or_the_readable_folder(root: Path, tmp_path: Path) -> None:
+    extra = tmp_path / "out"
+    extra.mkdir()
+    paths = Confinement(root, readable=(extra,))
+    assert paths.base_of(paths.resolve("a.txt")) == root.resolve()
+    assert paths.base_of(paths.resolve(str(extra / "b.txt"))) == extra.resolve()
+
+
+def test_a_folder_that_goes_away_while_it_is_resolved_is_a_refusal(
+    paths: Confinement, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """realpath reads a symlink it has just seen; swapped for a folder in between, the read
+    fails (EINVAL): the model reads a refusal, not a crash."""
+
+    def swapped(path: object) -> str:
+        raise OSError(22, "Invalid argument")
+
+    monkeypatch.setattr("runner.workspace.paths.os.path.realpath", swapped)
+    with pytest.raises(WorkspaceError, match="'x/y' cannot be resolved: Invalid argument"):
+        paths.resolve("x/y")
+
+
+def test_resolving_a_hard_linked_file_for_a_write_is_refused(
+    paths: Confinement, root: Path, outside: Path
+) -> None:
+    """The check before any open: the message says why a write in particular is refused."""
+    os.link(outside / "secret.txt", root / "hard.txt")
+    with pytest.raises(WorkspaceError, match="has 2 hard links; a write could change a file"):
+        paths.resolve("hard.txt", write=True)
+    assert paths.resolve("hard.txt") == root.resolve() / "hard.txt"  # reads check on open

@@ -227,3 +227,24 @@ def test_the_search_worker_starts_without_importing_the_runner_package() -> None
     imported = {line.rsplit("|", 1)[-1].strip() for line in ran.stderr.decode().splitlines()}
     assert "pathspec" in imported
     assert not {"pydantic", "runner.settings", "runner.workspace"} & imported
+
+
+def test_a_reported_line_that_the_file_beneath_the_root_lacks_is_dropped(
+    root: Path, outside: Path
+) -> None:
+    """What rg reports is read again beneath the root: a line it read through a folder that was
+    a symlink to outside at that moment (here: always one) is not shown."""
+    from runner.workspace.search import _confirmed, _File
+
+    (root / "real").mkdir()
+    (root / "real" / "a.txt").write_text("kept\nother\n", encoding="utf-8")
+    (root / "link").symlink_to(outside)
+    reported = [
+        _File("real/a.txt", [(1, "kept", True), (2, "other", False)]),
+        _File("real/a.txt", [(2, "secret", True)]),  # not what the file holds there
+        _File("link/secret.txt", [(1, "secret", True)]),  # outside, through a symlink
+    ]
+    kept = _confirmed(root, reported, 1000)
+    assert [(f.path, f.lines) for f in kept] == [
+        ("real/a.txt", [(1, "kept", True), (2, "other", False)])
+    ]
