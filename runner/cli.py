@@ -192,13 +192,7 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     run.add_argument("--jobs", type=int, metavar="N", help="tasks run at once")
     run.add_argument("--shard", metavar="K/N", help="run only shard K of N (1-based)")
     run.add_argument("--filter", action="append", metavar="GLOB", help="task names to run")
-    run.add_argument(
-        "--param",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="set a declared param (repeatable)",
-    )
+    _add_params(run, "set a declared param (repeatable)")
     run.add_argument("--fail-fast", action="store_true", help="stop at the first failed task")
     run.add_argument("--isolation", choices=["none", "worktree"], help="tasks in git worktrees")
     run.add_argument("--keep-worktrees", action="store_true", help="do not remove the worktrees")
@@ -224,13 +218,7 @@ def _add_resume(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def _add_resume_sources(resume: argparse.ArgumentParser) -> None:
-    resume.add_argument(
-        "--param",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a param of the task file (the log's params are not reused)",
-    )
+    _add_params(resume, "a param of the task file (the log's params are not reused)")
     resume.add_argument(
         "--workdir",
         type=Path,
@@ -245,6 +233,10 @@ def _add_resume_sources(resume: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_params(parser: argparse.ArgumentParser, help_text: str) -> None:
+    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help=help_text)
+
+
 def _add_validate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     validate = commands.add_parser(
         "validate",
@@ -252,7 +244,7 @@ def _add_validate(commands: argparse._SubParsersAction[argparse.ArgumentParser])
         description="Check task files and config; print every problem as file:line: message.",
     )
     validate.add_argument("paths", nargs="+", metavar="PATH")
-    validate.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
+    _add_params(validate, "set a declared param (repeatable)")
     _common(validate)
     validate.set_defaults(handler=_validate)
 
@@ -416,6 +408,7 @@ def _prompt(args: argparse.Namespace) -> int:
 def _mcp_workspace(args: argparse.Namespace) -> int:
     from runner.workspace.server import serve
 
+    sys.stdout = sys.__stdout__  # the MCP stdio transport writes to stdout's binary buffer
     return serve(args.root, args.output_dir)
 
 
