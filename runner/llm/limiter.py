@@ -1,0 +1,143 @@
+"""One rate gate per provider and server, shared by every task of the run (issue 19, fan-out).
+
+Without it, 32 tasks against a server that takes 8 requests at a time each learn of the limit on
+their own: each gets its 429, each waits its `retry-after`, and all of them come back at once
+into the same wall. The gate makes what one task learns hold for all of them:
+
+- a 429 with `retry-after` (or `retry-after-ms`) pauses every task's next attempt on the same
+  provider and server until that time (capped by `retry.retry_after_cap_s`, as the task's own
+  retry is);
+- a 429 also caps how many requests go out at once: at most one fewer than were in flight when
+  it came (the others were accepted), so after the first burst the run sends what the server
+  takes, and the rest of the tasks queue in order instead of being turned away;
+- after `RAISE_AFTER_S` without a 429 the cap rises by one, so a limit that was only momentary
+  (tokens per minute) does not hold the run back for good.
+
+Keyed by (provider, base URL): within one run each provider has one key, so this is "same
+provider and key". `retry.shared_limiter: false` turns it off (the benchmark's "without" row).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from runner.llm.retry import CallError, CallTarget, parse_retry_after
+from runner.settings import RetrySettings
+
+__all__ = ["RAISE_AFTER_S", "RateGate", "gate_for", "gated"]
+
+T = TypeVar("T")
+RAISE_AFTER_S = 10.0
+"""Seconds without a 429 after which the concurrency cap rises by one (and again after as many)."""
+
+_GATES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], RateGate]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+class RateGate:
+    """What the tasks of one provider and server share: a pause, and a cap on requests at once."""
+
+    def __init__(self, retry_after_cap_s: float = 60.0) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._cap_s = retry_after_cap_s
+        self.limit: int | None = None
+        """Requests allowed at once; None until a 429 has been seen."""
+        self.in_flight = 0
+        """Requests under way now."""
+        self.paused_until = 0.0
+        """Event-loop time before which no request goes out."""
+        self.rate_limited = 0
+        """429s seen by every task together."""
+        self._quiet_since = 0.0
+        self._waiting: deque[asyncio.Future[None]] = deque()
+        """Tasks waiting for a slot, first come first served."""
+
+    async def acquire(self) -> None:
+        """Wait for the pause to end and a free slot, then take it."""
+        await self._pause()
+        if self._waiting or not self._has_room():
+            waiter = self._loop.create_future()
+            self._waiting.append(waiter)
+            try:
+                await waiter  # the slot is taken for this task by the `_wake` that sets it
+            except asyncio.CancelledError:
+                if waiter.done() and not waiter.cancelled():
+                    self._give_back()
+                else:
+                    self._waiting.remove(waiter)
+                raise
+            # A pause may have begun while this task waited for its slot: honour it too.
+            await self._pause()
+        else:
+            self.in_flight += 1
+
+    async def _pause(self) -> None:
+        while (delay := self.paused_until - self._loop.time()) > 0:
+            await asyncio.sleep(delay)
+
+    def _has_room(self) -> bool:
+        return self.limit is None or self.in_flight < self.limit
+
+    def release(self, error: CallError | None = None, *, ok: bool = True) -> None:
+        """Give the slot back; `error` is how the attempt failed, `ok` whether it succeeded."""
+        now = self._loop.time()
+        if error is not None and error.kind == "status" and error.status == 429:
+            self.rate_limited += 1
+            # The requests still in flight beside this one were taken: that is the capacity.
+            self.limit = max(1, min(self.limit or self.in_flight, self.in_flight - 1))
+            self._quiet_since = now
+            asked = parse_retry_after(error.headers)
+            if asked is not None:
+                self.paused_until = max(self.paused_until, now + min(asked, self._cap_s))
+        elif ok and self.limit is not None and now - self._quiet_since >= RAISE_AFTER_S:
+            self.limit += 1
+            self._quiet_since = now
+        self._give_back()
+
+    def _give_back(self) -> None:
+        self.in_flight -= 1
+        while self._waiting and self._has_room():
+            waiter = self._waiting.popleft()
+            if not waiter.done():
+                self.in_flight += 1
+                waiter.set_result(None)
+
+
+def gate_for(target: CallTarget, policy: RetrySettings) -> RateGate | None:
+    """The run's gate for `target`'s provider and server (None when `policy` turns it off)."""
+    if not policy.shared_limiter:
+        return None
+    loop = asyncio.get_running_loop()
+    gates = _GATES.setdefault(loop, {})
+    key = (target.provider, target.base_url)
+    gate = gates.get(key)
+    if gate is None:
+        gate = gates[key] = RateGate(policy.retry_after_cap_s)
+    return gate
+
+
+def gated(call: Callable[[], Awaitable[T]], gate: RateGate | None) -> Callable[[], Awaitable[T]]:
+    """`call` made to wait at `gate` and to report its 429s there."""
+    if gate is None:
+        return call
+
+    async def attempt() -> T:
+        await gate.acquire()
+        failure: CallError | None = None
+        ok = False
+        try:
+            result = await call()
+            ok = True
+            return result
+        except CallError as error:
+            failure = error
+            raise
+        finally:
+            gate.release(failure, ok=ok)
+
+    return attempt
