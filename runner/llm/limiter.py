@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from runner.llm.retry import CallError, CallTarget, parse_retry_after
+from runner.llm.retry import CallError, CallTarget, Sleep, parse_retry_after
 from runner.settings import RetrySettings
 
 __all__ = ["RAISE_AFTER_S", "RateGate", "gate_for", "gated"]
@@ -57,9 +57,10 @@ class RateGate:
         self._waiting: deque[asyncio.Future[None]] = deque()
         """Tasks waiting for a slot, first come first served."""
 
-    async def acquire(self) -> None:
-        """Wait for the pause to end and a free slot, then take it."""
-        await self._pause()
+    async def acquire(self, sleep: Sleep = asyncio.sleep, *, pause: bool = True) -> None:
+        """Wait for the pause to end (unless not `pause`) and a free slot, then take it."""
+        if pause:
+            await self._pause(sleep)
         if self._waiting or not self._has_room():
             waiter = self._loop.create_future()
             self._waiting.append(waiter)
@@ -72,13 +73,14 @@ class RateGate:
                     self._waiting.remove(waiter)
                 raise
             # A pause may have begun while this task waited for its slot: honour it too.
-            await self._pause()
+            await self._pause(sleep)
         else:
             self.in_flight += 1
 
-    async def _pause(self) -> None:
-        while (delay := self.paused_until - self._loop.time()) > 0:
-            await asyncio.sleep(delay)
+    async def _pause(self, sleep: Sleep) -> None:
+        delay = self.paused_until - self._loop.time()
+        if delay > 0:
+            await sleep(delay)
 
     def _has_room(self) -> bool:
         return self.limit is None or self.in_flight < self.limit
@@ -121,13 +123,20 @@ def gate_for(target: CallTarget, policy: RetrySettings) -> RateGate | None:
     return gate
 
 
-def gated(call: Callable[[], Awaitable[T]], gate: RateGate | None) -> Callable[[], Awaitable[T]]:
-    """`call` made to wait at `gate` and to report its 429s there."""
+def gated(
+    call: Callable[[], Awaitable[T]], gate: RateGate | None, sleep: Sleep = asyncio.sleep
+) -> Callable[[], Awaitable[T]]:
+    """`call` made to wait at `gate` and to report its 429s there.
+
+    The attempt after the call's own 429 skips the pause: the retry policy has just waited for
+    the same `retry-after` (with an injected `sleep`, waiting twice would count twice)."""
     if gate is None:
         return call
+    waited_own = False
 
     async def attempt() -> T:
-        await gate.acquire()
+        nonlocal waited_own
+        await gate.acquire(sleep, pause=not waited_own)
         failure: CallError | None = None
         ok = False
         try:
@@ -138,6 +147,7 @@ def gated(call: Callable[[], Awaitable[T]], gate: RateGate | None) -> Callable[[
             failure = error
             raise
         finally:
+            waited_own = failure is not None and failure.status == 429
             gate.release(failure, ok=ok)
 
     return attempt

@@ -65,6 +65,7 @@ class SdkProvider(Generic[ClientT]):
             gated(
                 lambda: self._attempt(system, messages),
                 gate_for(self._target, self._settings.retry),
+                self._sleep,
             ),
             target=self._target,
             policy=self._settings.retry,
