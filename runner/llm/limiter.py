@@ -20,6 +20,7 @@ provider and key". `retry.shared_limiter: false` turns it off (the benchmark's "
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -28,7 +29,7 @@ from typing import TypeVar
 from runner.llm.retry import CallError, CallTarget, Sleep, parse_retry_after
 from runner.settings import RetrySettings
 
-__all__ = ["RAISE_AFTER_S", "RateGate", "gate_for", "gated"]
+__all__ = ["RAISE_AFTER_S", "RateGate", "gate_for", "gated", "keep_slot"]
 
 T = TypeVar("T")
 RAISE_AFTER_S = 10.0
@@ -110,6 +111,37 @@ class RateGate:
                 waiter.set_result(None)
 
 
+class _Slot:
+    """One attempt's place at a gate, given back once."""
+
+    def __init__(self, gate: RateGate) -> None:
+        self.gate = gate
+        self.kept = False
+        self.given_back = False
+
+    def give_back(self, error: CallError | None = None, *, ok: bool = True) -> None:
+        if not self.given_back:
+            self.given_back = True
+            self.gate.release(error, ok=ok)
+
+
+_SLOT: contextvars.ContextVar[_Slot | None] = contextvars.ContextVar("rate_gate_slot", default=None)
+
+
+def keep_slot() -> Callable[[], None] | None:
+    """Keep the current attempt's slot taken past the attempt's end; call the result to give it
+    back (None outside a gated attempt).
+
+    The reply is complete before the server has sent the body's end (see
+    `runner.llm.streaming.Drains`), and a server that counts requests at once counts this one
+    until then: a slot given back at once would let the next request in early, for a 429."""
+    slot = _SLOT.get()
+    if slot is None:
+        return None
+    slot.kept = True
+    return slot.give_back
+
+
 def gate_for(target: CallTarget, policy: RetrySettings) -> RateGate | None:
     """The run's gate for `target`'s provider and server (None when `policy` turns it off)."""
     if not policy.shared_limiter:
@@ -137,6 +169,8 @@ def gated(
     async def attempt() -> T:
         nonlocal waited_own
         await gate.acquire(sleep, pause=not waited_own)
+        slot = _Slot(gate)
+        token = _SLOT.set(slot)
         failure: CallError | None = None
         ok = False
         try:
@@ -147,7 +181,9 @@ def gated(
             failure = error
             raise
         finally:
+            _SLOT.reset(token)
             waited_own = failure is not None and failure.status == 429
-            gate.release(failure, ok=ok)
+            if not (ok and slot.kept):
+                slot.give_back(failure, ok=ok)
 
     return attempt
