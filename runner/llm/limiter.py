@@ -10,8 +10,10 @@ into the same wall. The gate makes what one task learns hold for all of them:
 - a 429 also caps how many requests go out at once: at most one fewer than were in flight when
   it came (the others were accepted), so after the first burst the run sends what the server
   takes, and the rest of the tasks queue in order instead of being turned away;
-- after `RAISE_AFTER_S` without a 429 the cap rises by one, so a limit that was only momentary
-  (tokens per minute) does not hold the run back for good.
+- after a quiet spell without a 429 (`RAISE_AFTER_S`, or ten times the longest `retry-after`
+  seen if that is longer) the cap rises by one, so that a limit that was only momentary (tokens
+  per minute) does not hold the run back for good. The spell is long because finding out costs
+  a 429, and with it a pause of every task.
 
 Keyed by (provider, base URL): within one run each provider has one key, so this is "same
 provider and key". `retry.shared_limiter: false` turns it off (the benchmark's "without" row).
@@ -32,8 +34,9 @@ from runner.settings import RetrySettings
 __all__ = ["RAISE_AFTER_S", "RateGate", "gate_for", "gated", "keep_slot"]
 
 T = TypeVar("T")
-RAISE_AFTER_S = 10.0
-"""Seconds without a 429 after which the concurrency cap rises by one (and again after as many)."""
+RAISE_AFTER_S = 30.0
+"""Seconds without a 429 after which the concurrency cap rises by one (and again after as many);
+ten times the longest `retry-after` seen when that is longer."""
 
 _GATES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], RateGate]] = (
     weakref.WeakKeyDictionary()
@@ -55,6 +58,7 @@ class RateGate:
         self.rate_limited = 0
         """429s seen by every task together."""
         self._quiet_since = 0.0
+        self._quiet_needed = RAISE_AFTER_S
         self._waiting: deque[asyncio.Future[None]] = deque()
         """Tasks waiting for a slot, first come first served."""
 
@@ -97,7 +101,8 @@ class RateGate:
             asked = parse_retry_after(error.headers)
             if asked is not None:
                 self.paused_until = max(self.paused_until, now + min(asked, self._cap_s))
-        elif ok and self.limit is not None and now - self._quiet_since >= RAISE_AFTER_S:
+                self._quiet_needed = max(self._quiet_needed, 10 * min(asked, self._cap_s))
+        elif ok and self.limit is not None and now - self._quiet_since >= self._quiet_needed:
             self.limit += 1
             self._quiet_since = now
         self._give_back()

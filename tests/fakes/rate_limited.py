@@ -85,6 +85,14 @@ class _LimitHandler(_Handler):
             limited = state.in_flight > state.max_concurrent
             index = len(state.arrivals)
             state.arrivals.append(Arrival(arrived, _task_of(body), limited))
+        ended = threading.Event()
+
+        def end() -> None:
+            if not ended.is_set():
+                ended.set()
+                with state.lock:
+                    state.in_flight -= 1
+
         try:
             self._gather(state, index)
             if limited:
@@ -92,15 +100,17 @@ class _LimitHandler(_Handler):
                 return
             if state.latency_s:
                 time.sleep(state.latency_s)
-            rfile = self.rfile
+            rfile, wfile = self.rfile, self.wfile
             self.rfile = _Replay(raw, rfile)  # type: ignore[assignment]
+            # The request stops counting as the body's last chunk goes out, as a server that
+            # frees its slot when the reply's generator ends does.
+            self.wfile = _LastChunk(wfile, end)  # type: ignore[assignment]
             try:
                 super().do_POST()
             finally:
-                self.rfile = rfile
+                self.rfile, self.wfile = rfile, wfile
         finally:
-            with state.lock:
-                state.in_flight -= 1
+            end()
 
     def _gather(self, state: _LimitState, index: int) -> None:
         """The first `burst` requests wait for each other (bounded), so that they overlap."""
@@ -138,6 +148,22 @@ class _Replay:
             data, self._data = self._data, b""
             return data
         return bytes(self._rest.read(size))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._rest, name)
+
+
+class _LastChunk:
+    """A writable that calls `before_end` just before the chunked body's terminator goes out."""
+
+    def __init__(self, rest: Any, before_end: Callable[[], None]) -> None:
+        self._rest = rest
+        self._before_end = before_end
+
+    def write(self, data: bytes) -> int:
+        if data.endswith(b"0\r\n\r\n"):
+            self._before_end()
+        return int(self._rest.write(data))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._rest, name)
