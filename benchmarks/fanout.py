@@ -107,8 +107,8 @@ def fanout_429(bench: Bench) -> list[Row]:
                 "<= 1.2x ideal, <= 1 429/task" if shared else "",
                 holds,
                 f"{run['requests']} requests, {run['rate_limited']} 429s ({per_task:.2f} per "
-                f"task), {run['failed_tasks']} tasks failed; floor: ideal schedule, {tasks * (turns + 1)} requests x "
-                f"{latency * 1000:g} ms / {slots}",
+                f"task), {run['failed_tasks']} tasks failed; floor: ideal schedule, "
+                f"{tasks * (turns + 1)} requests x {latency * 1000:g} ms / {slots}",
             )
         )
     return rows
