@@ -71,7 +71,7 @@ def cut_items(
     found[-1] = CallError(cut.tool, _cut_message(cut.tool), cut.raw)
     if callable(warn):
         warn(
-            f"turn {turn}: the reply was cut at the output limit ({reply.stop_reason}) inside a"
+            f"turn {turn}: the reply was cut at the output limit ({reply.stop_reason}) inside its"
             f" {cut.tool} call; the call was not run and the model was asked for smaller steps"
         )
     return found, len(found) == 1
