@@ -34,7 +34,7 @@ from typing import Any
 from runner.errors import ContextLengthError
 from runner.llm.base import LLM, Message
 from runner.llm.models import lookup_model
-from runner.llm.streaming import estimate_tokens
+from runner.llm.streaming import CHARS_PER_TOKEN
 from runner.settings import ModelInfo
 
 __all__ = [
@@ -180,7 +180,9 @@ def reply_limit(
     """
     if window is None:
         return max_output_tokens
-    estimate = estimate_tokens(system) + sum(estimate_tokens(m.content) for m in messages)
+    # `chars` where a message has it: native tool calls and results count too.
+    chars = len(system) + sum(getattr(m, "chars", len(m.content)) for m in messages)
+    estimate = -(-chars // CHARS_PER_TOKEN)
     prompt = estimate + estimate // 16 + 4 * (len(messages) + 1)
     room = window - prompt
     least = min_reply_tokens(window, max_output_tokens)
