@@ -171,12 +171,20 @@ def min_reply_tokens(window: int, max_output_tokens: int) -> int:
 
 
 def reply_limit(
-    window: int | None, system: str, messages: Sequence[Message], max_output_tokens: int
+    window: int | None,
+    system: str,
+    messages: Sequence[Message],
+    max_output_tokens: int,
+    *,
+    strict: bool = True,
 ) -> int:
     """`max_output_tokens`, clamped so that the prompt (estimated, with a margin for the chat
     template and the estimate's error) plus the reply fit `window`.
 
-    Raises `ContextLengthError` when not even `min_reply_tokens` fit: the loop compacts then.
+    When not even `min_reply_tokens` fit: `strict` (a window config or the server gave) raises
+    `ContextLengthError`, and the loop compacts before anything is sent; otherwise (the model
+    table's window of a hosted model, which counts better than this estimate and says so itself)
+    the least reply is asked for and the server decides.
     """
     if window is None:
         return max_output_tokens
@@ -187,6 +195,8 @@ def reply_limit(
     room = window - prompt
     least = min_reply_tokens(window, max_output_tokens)
     if room < least:
+        if not strict:
+            return least
         raise ContextLengthError(
             f"the prompt (about {prompt} tokens) leaves {max(room, 0)} of the {window}-token"
             f" context window, less than the {least} a reply needs"
@@ -208,6 +218,8 @@ class ContextWindow:
         info = lookup_model(model, overrides)
         self._model = model
         self._window: int | None = info.context_window if info else None
+        self._strict = configured
+        """Whether the window is the operator's or the server's (not only the model table's)."""
         self._probe = None if configured or base_url is None else _start_probe(base_url, api_key)
 
     async def get(self) -> int | None:
@@ -219,13 +231,15 @@ class ContextWindow:
             if server is not None:
                 _log.info("context window of %s: %d tokens (%s)", self._model, server, facts.source)
                 self._window = server
+                self._strict = True
         return self._window
 
     async def reply_limit(
         self, system: str, messages: Sequence[Message], max_output_tokens: int
     ) -> int:
-        """`reply_limit` with this model's window."""
-        return reply_limit(await self.get(), system, messages, max_output_tokens)
+        """`reply_limit` with this model's window (strict when config or the server gave it)."""
+        window = await self.get()
+        return reply_limit(window, system, messages, max_output_tokens, strict=self._strict)
 
 
 async def context_window_of(llm: LLM) -> int | None:
