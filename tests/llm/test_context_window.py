@@ -107,3 +107,16 @@ async def test_config_wins_over_the_server_and_a_server_saying_nothing_leaves_th
     # A port nothing listens on: the probe fails quietly.
     silent = ContextWindow("gpt-4.1", {}, "http://127.0.0.1:9/v1", None)
     assert await silent.get() == 1_047_576
+
+
+async def test_the_running_count_gives_the_fresh_answer_after_appends_and_in_place_clearing() -> (
+    None
+):
+    window = ContextWindow("local", {"local": ModelInfo(context_window=8192)}, None, None)
+    messages = [Message("user", "task")] + [Message("user", "x" * 4000) for _ in range(5)]
+    assert await window.reply_limit("s", messages, 8192) == reply_limit(8192, "s", messages, 8192)
+    messages.append(Message("assistant", "y" * 4000))
+    assert await window.reply_limit("s", messages, 8192) == reply_limit(8192, "s", messages, 8192)
+    messages[1:4] = [Message("user", "cleared")] * 3  # a compaction, in place, same length
+    messages.append(Message("user", "z" * 400))
+    assert await window.reply_limit("s", messages, 8192) == reply_limit(8192, "s", messages, 8192)
