@@ -31,8 +31,8 @@ def was_cut(reply: Reply) -> bool:
 
 def _cut_message(tool: str) -> str:
     return (
-        f"Your reply reached the output token limit inside this {tool} call and was cut off "
-        "there, so the call was not run. Continue with smaller steps: send this call again "
+        f"Your reply reached the output token limit and was cut off inside this {tool} call, "
+        "so the call was not run. Continue with smaller steps: send this call again "
         "with less in it (for a large file, write a first part, then add the rest in further "
         "calls), and keep each reply short."
     )

@@ -261,7 +261,8 @@ async def test_a_call_cut_at_the_output_limit_is_not_run_and_the_model_is_told()
     assert await run(llm, executor=executor, events=events) == Completion("ok", "success")
     assert executor.calls == [("echo", {"text": "a"})]
     told = llm.seen[1][-1]
-    assert "output token limit inside this echo call" in told and "smaller steps" in told
+    assert "output token limit" in told and "cut off inside this echo call" in told
+    assert "smaller steps" in told
     assert len(events.warnings) == 1 and "inside its echo call" in events.warnings[0]
 
 
