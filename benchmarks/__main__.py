@@ -14,13 +14,21 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from benchmarks import figures
+from benchmarks import fanout, figures
 from benchmarks.fake_latency import TimedServer
 from benchmarks.figures import Bench, Row
 from benchmarks.prompt_cache import prompt_cache
 
 SCALE = {"ms": 1000.0}
-FIGURES = ("per_turn", "cold_start", "mcp_call", "concurrency", "long_session", "prompt_cache")
+FIGURES = (
+    "per_turn",
+    "cold_start",
+    "mcp_call",
+    "concurrency",
+    "long_session",
+    "prompt_cache",
+    "fanout_429",
+)
 
 
 def _system_prompt(scratch: Path) -> str:
@@ -43,6 +51,7 @@ def run(bench: Bench, only: list[str], sizes: list[int] | None = None) -> list[R
         "concurrency": lambda: figures.concurrency(bench),
         "long_session": lambda: figures.long_session(bench, lambda: _system_prompt(bench.scratch)),
         "prompt_cache": lambda: prompt_cache(bench),
+        "fanout_429": lambda: fanout.fanout_429(bench),  # its own rate-limited server
     }
     for name, step in steps.items():
         if name in only:

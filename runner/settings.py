@@ -68,6 +68,10 @@ class RetrySettings(BaseModel):
     """A stream that sends nothing for this long is cut and the call retried."""
     request_timeout_s: float = Field(600.0, gt=0)
     """Timeout of one HTTP request to the provider."""
+    shared_limiter: bool = True
+    """A 429 seen by one task holds back every task on the same provider and server (its
+    `retry-after` pause, and a cap on requests at once; `runner.llm.limiter`). Off: each task
+    backs off alone."""
 
 
 class ModelInfo(BaseModel):

@@ -35,6 +35,7 @@ def test_quick_benchmark_writes_every_figure(tmp_path: Path) -> None:
         "log append",
         "prompt bytes",
         "rolling cache",
+        "fan-out under 429s",
     ):
         assert part in figures
     assert all(row["runner"] > 0 for row in report["rows"] if "growth" not in row["figure"])

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 from runner.errors import ConfigError
 from runner.llm.base import Message, Usage
+from runner.llm.context_window import ContextWindow
 from runner.llm.models import lookup_model
 from runner.llm.promptcache import prompt_cache_key, sends_prompt_cache_key
-from runner.llm.retry import CallError, CallTarget, Sleep
+from runner.llm.retry import CallError, CallTarget, Sleep, stream_error
 from runner.llm.sdk_provider import SdkProvider
 from runner.llm.streaming import IdleWatch, ack_promptly, estimate_usage
 from runner.settings import Settings
@@ -59,6 +60,8 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
         self.model = model
         self.info = lookup_model(model, settings.models)
         self._cache_key = sends_prompt_cache_key(settings.openai_prompt_cache_key, base_url)
+        self._window = ContextWindow(model, settings.models, base_url, key)
+        """Config's, the server's (asked in the background from now on) or the table's."""
         target = CallTarget(
             self.provider, model, base_url or DEFAULT_BASE_URL, KEY_ENV if key else None
         )
@@ -96,8 +99,12 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
             cause = exc.__cause__ or exc
             raise CallError("connection", f"connection failed: {cause!r}") from exc
         except openai.APIError as exc:
-            # An error event inside a 200 stream: the stream broke and is retried whole.
-            raise CallError("broken_stream", f"stream error: {exc.message}") from exc
+            # An error event inside a 200 stream: retried whole, unless the prompt does not fit.
+            raise stream_error(exc.message) from exc
+
+    async def context_window(self) -> int | None:
+        """The model's context window: config, the server or the table (`ContextWindow`)."""
+        return await self._window.get()
 
     async def _stream(
         self, system: str, messages: Sequence[Message]
@@ -106,7 +113,7 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
         from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
         idle_s = self._settings.retry.idle_timeout_s
-        limit = self._settings.max_output_tokens
+        limit = await self._window.reply_limit(system, messages, self._settings.max_output_tokens)
         new_limit_name = bool(_COMPLETION_TOKENS_MODELS.match(self.model))
         temperature = self._settings.temperature
         parts: list[str] = []

@@ -31,6 +31,7 @@ __all__ = [
     "call_with_retries",
     "is_context_length",
     "parse_retry_after",
+    "stream_error",
 ]
 
 T = TypeVar("T")
@@ -39,7 +40,7 @@ Sleep = Callable[[float], Awaitable[None]]
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 _CONTEXT_WORDING = re.compile(
     r"maximum context length|context length|context_length_exceeded|prompt is too long"
-    r"|too many tokens|exceeds the context window",
+    r"|too many tokens|exceeds the context window|available context size|exceed_context_size",
     re.IGNORECASE,
 )
 _MESSAGE_CAP = 300
@@ -136,6 +137,15 @@ def is_context_length(error: CallError) -> bool:
     if error.kind != "status" or error.status not in (400, 413):
         return False
     return error.code == "context_length_exceeded" or bool(_CONTEXT_WORDING.search(error.message))
+
+
+def stream_error(message: str) -> CallError:
+    """An error event inside a 200 stream: a broken stream, retried whole, unless it says the
+    prompt does not fit (llama.cpp streams `exceed_context_size_error` so): that is a
+    context-length error, for compaction, not six more attempts of the same prompt."""
+    if _CONTEXT_WORDING.search(message):
+        return CallError("status", message, status=400, code="context_length_exceeded")
+    return CallError("broken_stream", f"stream error: {message}")
 
 
 async def call_with_retries(

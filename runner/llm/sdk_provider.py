@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 from runner.llm.base import Message, Reply, RetryEvent, Usage
+from runner.llm.limiter import gate_for, gated
 from runner.llm.preload import Preload
 from runner.llm.retry import CallTarget, Sleep, call_with_retries
 from runner.llm.streaming import Drains
@@ -60,7 +61,12 @@ class SdkProvider(Generic[ClientT]):
         """Stream one reply; see `runner.llm.base.LLM`."""
         started = time.monotonic()
         (text, usage, stop_reason, model), retries = await call_with_retries(
-            lambda: self._attempt(system, messages),
+            # Through the run's rate gate for this provider and server (`runner.llm.limiter`).
+            gated(
+                lambda: self._attempt(system, messages),
+                gate_for(self._target, self._settings.retry),
+                self._sleep,
+            ),
             target=self._target,
             policy=self._settings.retry,
             on_retry=on_retry,

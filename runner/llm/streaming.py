@@ -6,11 +6,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, Protocol, Self
 
 from runner.llm.base import Message, Usage
+from runner.llm.limiter import keep_slot
 from runner.llm.retry import CallError
 
 __all__ = [
@@ -77,7 +78,8 @@ class Drains:
 
     def add(self, stream: SdkStream) -> None:
         """Read the rest of `stream` in the background, then close it."""
-        task = asyncio.get_running_loop().create_task(_drain(stream, DRAIN_S))
+        # The rate gate's slot stays taken until the server has sent all of it.
+        task = asyncio.get_running_loop().create_task(_drain(stream, DRAIN_S, keep_slot()))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -87,7 +89,9 @@ class Drains:
             await asyncio.wait(set(self._tasks))
 
 
-async def _drain(stream: SdkStream, limit_s: float) -> None:
+async def _drain(
+    stream: SdkStream, limit_s: float, give_back: Callable[[], None] | None = None
+) -> None:
     try:
         async with asyncio.timeout(limit_s):
             while await anext(stream, None) is not None:
@@ -97,6 +101,8 @@ async def _drain(stream: SdkStream, limit_s: float) -> None:
     finally:
         with contextlib.suppress(Exception):
             await stream.close()
+        if give_back is not None:
+            give_back()
 
 
 class IdleWatch:

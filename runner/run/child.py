@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from runner import __version__
 from runner.errors import ProviderError, RunnerError
-from runner.llm import LLM, Message, Usage, cost_usd, create_llm
+from runner.llm import LLM, Message, Usage, context_window_of, cost_usd, create_llm
 from runner.outcome import Status, Totals
 from runner.run.budget import Budget, LimitExceeded
 from runner.run.compaction import Compactor
@@ -211,7 +211,7 @@ async def _converse(
                 compactor=Compactor(
                     llm=llm,
                     system=system,
-                    context_window=info.context_window if info else None,
+                    context_window=await context_window_of(llm),
                     events=log,
                     budget=frame.budget,
                     cost_of=cost_of,

@@ -141,6 +141,12 @@ class Compactor:
             return None  # too little history to summarise
         older = messages[1:cut]
         transcript = "\n\n".join(f"{m.role.upper()}:\n{m.content}" for m in older)
+        if self._window:
+            # The summary request must fit the window too (a local server's may be 8k): half of
+            # it for the history, its newest part, so that the task and the summary fit beside.
+            room = max(0, self._window // 2 * _CHARS_PER_TOKEN - len(messages[0].content))
+            if len(transcript) > room:
+                transcript = "[... the oldest part is left out ...]\n" + transcript[-room:]
         request = [Message("user", f"TASK:\n{messages[0].content}\n\nHISTORY:\n{transcript}")]
         reply = await self._llm.complete(SUMMARY_PROMPT, request)
         # One counted model call: its tokens and cost go to the task's budget.

@@ -18,6 +18,7 @@ from runner.llm import LLM, Message, Reply, RetryEvent, Usage
 from runner.run.batch import SEQUENTIAL, Concurrency, batches, gather_in_order
 from runner.run.budget import Budget
 from runner.run.compaction import CompactionSink, Compactor, estimate_tokens
+from runner.run.cutreply import cut_items, cut_notice, was_cut
 from runner.run.replybounds import DEFAULT_BOUNDS, ReplyBounds, ResultRoom, split_calls
 from runner.toolcall import (
     ATTEMPT_COMPLETION,
@@ -139,14 +140,20 @@ async def run_loop(
         turn = budget.turns
         record_reply(reply, turn, messages, events, cost_of)
         parsed = parse_reply(reply.text, by_name, unlisted=unlisted)
-        if not parsed.items:
+        # A call cut at the output limit is not run; a reply with only that ran nothing.
+        found, only_cut = cut_items(
+            reply, parsed.items, last_cut=parsed.truncated, events=events, turn=turn
+        )
+        if not found or only_cut:
             silent_replies += 1
             if silent_replies >= MAX_REPLIES_WITHOUT_TOOL:
                 raise AgentGaveUp(f"{silent_replies} replies in a row without a tool call")
-            _add_user(messages, events, REMINDER, turn)
+        else:
+            silent_replies = 0
+        if not found:
+            _add_user(messages, events, cut_notice() if was_cut(reply) else REMINDER, turn)
             continue
-        silent_replies = 0
-        items, refused = split_calls(parsed.items, bounds.max_calls)
+        items, refused = split_calls(found, bounds.max_calls)
         room = ResultRoom(bounds.max_results_chars)
         completion, feedback = await _run_items(
             items, by_name, executor, events, budget, concurrency, room

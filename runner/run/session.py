@@ -15,7 +15,7 @@ from typing import Any
 
 from runner import __version__
 from runner.errors import ExitCode, McpServerError, ProviderError, RunnerError, SandboxUnavailable
-from runner.llm import LLM, Message, Usage, cost_usd
+from runner.llm import LLM, Message, Usage, context_window_of, cost_usd
 from runner.mcp import McpHub, McpLimits
 from runner.outcome import Status, TaskOutcome, Totals
 from runner.redact import Redactor
@@ -366,7 +366,7 @@ async def _converse(
     compactor = Compactor(
         llm=llm,
         system=system,
-        context_window=info.context_window if info else None,
+        context_window=await context_window_of(llm),
         events=log,
         budget=state.budget,
         cost_of=cost_of,

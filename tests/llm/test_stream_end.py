@@ -70,6 +70,11 @@ async def test_connection_is_kept_alive_when_the_body_ends_promptly(
 ) -> None:
     server.push(*(reply(f"turn {i}") for i in range(4)))
     llm = _provider(wire, server)
+    # The OpenAI provider asks a compatible server for its context window, on connections of its
+    # own: let that finish first, so that only the model calls' connections are counted.
+    if isinstance(llm, OpenAIChat):
+        await llm.context_window()
+    before = server.connections_accepted
 
     for i in range(4):
         assert (await llm.complete("s", HELLO)).text == f"turn {i}"
@@ -78,7 +83,7 @@ async def test_connection_is_kept_alive_when_the_body_ends_promptly(
     await llm.aclose()
 
     assert len(server.requests) == 4
-    assert server.connections_accepted == 1
+    assert server.connections_accepted == before + 1
 
 
 class _NetworkStream:

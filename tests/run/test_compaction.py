@@ -22,6 +22,7 @@ class CountingLLM:
 
     def __init__(self) -> None:
         self.calls = 0
+        self.requests: list[list[Message]] = []
 
     async def complete(
         self,
@@ -31,6 +32,7 @@ class CountingLLM:
         on_retry: Callable[[RetryEvent], None] | None = None,
     ) -> Reply:
         self.calls += 1
+        self.requests.append(list(messages))
         return Reply("a summary", Usage(10, 2), "stop", 0.0, 0, "fake")
 
 
@@ -104,3 +106,19 @@ async def test_the_running_estimate_matches_a_full_count_through_appends_and_com
     assert box._estimate(messages) == estimate_tokens("s" * 40, messages)
     messages[-1] = Message("user", "replaced by someone else")  # not an append: counted afresh
     assert box._estimate(messages) == estimate_tokens("s" * 40, messages)
+
+
+@pytest.mark.anyio
+async def test_the_summary_request_fits_the_window_keeping_the_newest_history() -> None:
+    llm, events = CountingLLM(), Events()
+    window = 2000
+    messages = [Message("user", "the task")]
+    for turn in range(12):  # assistant text is never cleared: only a summary can shrink it
+        messages += [Message("assistant", f"step {turn} " + "a" * 2000), Message("user", "ok")]
+    await compactor(llm, events, "system", window).compact(messages, turn=12, force=True)
+    (request,) = llm.requests
+    text = request[0].content
+    assert len(text) // 4 <= window // 2 + 50
+    assert "the oldest part is left out" in text
+    assert text.startswith("TASK:\nthe task")
+    assert "step 9 " in text and "step 0 " not in text

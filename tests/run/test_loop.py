@@ -41,6 +41,8 @@ def done(result: str = "finished", status: str = "success") -> str:
 
 
 DEFAULT_USAGE = Usage(10, 5)
+CUT = "CUT:"
+"""A script step starting so is a reply that stopped at the output limit."""
 
 
 class ScriptedLLM:
@@ -69,7 +71,8 @@ class ScriptedLLM:
         if on_retry is not None and step.startswith("RETRY"):
             on_retry(RetryEvent(1, "rate limited", 429, 0.5))
             step = step.removeprefix("RETRY")
-        return Reply(step, self.usage, "end_turn", 0.25, 2, "fake-model-2025")
+        stop = "length" if step.startswith(CUT) else "end_turn"  # cut at the output limit
+        return Reply(step.removeprefix(CUT), self.usage, stop, 0.25, 2, "fake-model-2025")
 
 
 class Executor:
@@ -91,6 +94,10 @@ class Events:
         self.model_calls: list[tuple[int, dict[str, Any]]] = []
         self.tool_calls: list[tuple[int, dict[str, Any]]] = []
         self.retries: list[tuple[Any, ...]] = []
+        self.warnings: list[str] = []
+
+    def warning(self, message: str) -> None:
+        self.warnings.append(message)
 
     def message(self, role: str, content: str, turn: int) -> None:
         self.messages.append((role, content, turn))
@@ -243,6 +250,58 @@ async def test_the_count_of_replies_without_a_call_resets_after_a_call() -> None
     llm = ScriptedLLM("hmm", "well", echo(), "so", "then", done("ok"))
     completion = await run(llm)
     assert completion == Completion("ok", "success")
+
+
+# --- replies cut at the output limit ---
+
+
+async def test_a_call_cut_at_the_output_limit_is_not_run_and_the_model_is_told() -> None:
+    executor, events = Executor(), Events()
+    llm = ScriptedLLM(CUT + echo("a") + "\n<echo>\n<text>b", done("ok"))
+    assert await run(llm, executor=executor, events=events) == Completion("ok", "success")
+    assert executor.calls == [("echo", {"text": "a"})]
+    told = llm.seen[1][-1]
+    assert "output token limit" in told and "cut off inside this echo call" in told
+    assert "smaller steps" in told
+    assert len(events.warnings) == 1 and "inside its echo call" in events.warnings[0]
+
+
+async def test_replies_that_are_only_a_cut_call_count_as_replies_without_a_call() -> None:
+    llm = ScriptedLLM(*[CUT + "<echo>\n<text>too long"] * 3)
+    with pytest.raises(AgentGaveUp, match="3 replies in a row"):
+        await run(llm)
+
+
+async def test_a_cut_reply_whose_earlier_call_ran_resets_the_count() -> None:
+    only_cut = CUT + "<echo>\n<text>too long"
+    llm = ScriptedLLM(only_cut, only_cut, CUT + echo() + only_cut[len(CUT) :], only_cut, done())
+    assert (await run(llm)).result == "finished"
+
+
+async def test_a_reply_cut_before_any_call_is_told_so_instead_of_the_reminder() -> None:
+    events = Events()
+    llm = ScriptedLLM(CUT + "Let me think at length", "no call here", done())
+    await run(llm, events=events)
+    assert (
+        "reached the output token limit and was cut off before it called a tool" in llm.seen[1][-1]
+    )
+    assert llm.seen[2][-1] == REMINDER
+    assert events.warnings == ["turn 1: the reply was cut at the output limit (length)"]
+
+
+async def test_a_reply_cut_after_its_last_complete_call_runs_every_call() -> None:
+    executor = Executor()
+    llm = ScriptedLLM(CUT + echo("a") + " and some words after it", done())
+    await run(llm, executor=executor)
+    assert executor.calls == [("echo", {"text": "a"})]
+    assert "output token limit" not in llm.seen[1][-1]
+
+
+async def test_an_unclosed_call_in_a_reply_that_was_not_cut_keeps_the_scanners_message() -> None:
+    llm = ScriptedLLM("<echo>\n<text>b", done())
+    await run(llm)
+    assert "output token limit" not in llm.seen[1][-1]
+    assert "cut off inside this echo call" in llm.seen[1][-1]
 
 
 # --- the context-length error ---

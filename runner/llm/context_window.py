@@ -1,0 +1,288 @@
+"""The context window of a model behind an OpenAI-compatible server, and a reply that fits it.
+
+A local server (llama.cpp, vLLM) runs with the context it was started with, often 4k-32k, and
+the model table does not know it. Where the window comes from, first match wins:
+
+1. config: `models: {NAME: {context_window: N}}` (the operator's word, also for a server that
+   reports a wrong or no size);
+2. the server, asked once per run and base URL, in a background thread from the moment the
+   model is made: llama.cpp's `GET /props` (`default_generation_settings.n_ctx`, the size per
+   slot, else `n_ctx`), then `GET /v1/models` (`max_model_len` on vLLM, `context_length` or
+   `context_window` elsewhere) for the entry of this model;
+3. the built-in model table.
+
+Asking is bounded (`PROBE_TIMEOUT_S` in all, `PROBE_MAX_BYTES` per answer) and its failures are
+quiet (a debug line): plenty of servers answer neither path. docs/providers.md has the details.
+
+With a window known, `max_tokens` is clamped so that the estimated prompt plus the reply fit;
+when not even `min_reply_tokens` fit, `ContextLengthError` is raised before anything is sent,
+and the loop compacts the history and tries once more (DESIGN section 7).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import logging
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from runner.errors import ContextLengthError
+from runner.llm.base import LLM, Message
+from runner.llm.models import lookup_model
+from runner.llm.streaming import CHARS_PER_TOKEN
+from runner.settings import ModelInfo
+
+__all__ = [
+    "PROBE_MAX_BYTES",
+    "PROBE_TIMEOUT_S",
+    "ContextWindow",
+    "ServerFacts",
+    "min_reply_tokens",
+    "parse_models",
+    "parse_props",
+    "context_window_of",
+    "reply_limit",
+]
+
+_log = logging.getLogger(__name__)
+PROBE_TIMEOUT_S = 5.0
+"""Seconds both requests of a probe may take together."""
+PROBE_MAX_BYTES = 4_000_000
+"""A larger answer is ignored (OpenRouter's model list is about 1 MB)."""
+_LARGEST_WINDOW = 100_000_000
+_PROBES: dict[str, concurrent.futures.Future[ServerFacts]] = {}
+_PROBES_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class ServerFacts:
+    """What a server said about its context."""
+
+    n_ctx: int | None = None
+    """llama.cpp's context per slot, from `/props`: it holds whatever model is asked for."""
+    models: Mapping[str, int] = field(default_factory=dict)
+    """Context length by model id, from `/v1/models`."""
+    source: str = ""
+    """The URL the answer came from, for the log."""
+
+    def window(self, model: str) -> int | None:
+        """The window for `model`: the server's n_ctx, its entry, or the only entry listed."""
+        if self.n_ctx is not None:
+            return self.n_ctx
+        if model in self.models:
+            return self.models[model]
+        return next(iter(self.models.values())) if len(self.models) == 1 else None
+
+
+def _size(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 0 < value < _LARGEST_WINDOW else None
+
+
+def parse_props(payload: Any) -> int | None:
+    """llama.cpp's `/props`: the context per slot, else the server's whole context."""
+    if not isinstance(payload, dict):
+        return None
+    settings = payload.get("default_generation_settings")
+    per_slot = _size(settings.get("n_ctx")) if isinstance(settings, dict) else None
+    return per_slot or _size(payload.get("n_ctx"))
+
+
+def parse_models(payload: Any) -> dict[str, int]:
+    """`/v1/models`: context length by model id, for the entries that say one."""
+    entries = payload.get("data") if isinstance(payload, dict) else None
+    found: dict[str, int] = {}
+    for entry in entries if isinstance(entries, list) else []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
+            continue
+        for key in ("max_model_len", "context_length", "context_window"):
+            size = _size(entry.get(key))
+            if size is not None:
+                found[entry["id"]] = size
+                break
+    return found
+
+
+def _get_json(url: str, api_key: str | None, deadline: float) -> Any:
+    import urllib.request  # only in the probe's thread
+
+    left = deadline - time.monotonic()
+    if left <= 0:
+        return None
+    request = urllib.request.Request(url, headers={"accept": "application/json"})
+    if api_key:
+        request.add_header("authorization", f"Bearer {api_key}")
+    try:
+        with urllib.request.urlopen(request, timeout=left) as response:
+            data = response.read(PROBE_MAX_BYTES + 1)
+    except Exception as error:  # a server without the path, or none at all: quietly nothing
+        _log.debug("context window: GET %s failed: %s", url, type(error).__name__)
+        return None
+    if len(data) > PROBE_MAX_BYTES:
+        _log.debug("context window: GET %s answered more than %d bytes", url, PROBE_MAX_BYTES)
+        return None
+    try:
+        return json.loads(data)
+    except ValueError:
+        return None
+
+
+def _probe(base_url: str, api_key: str | None) -> ServerFacts:
+    deadline = time.monotonic() + PROBE_TIMEOUT_S
+    base = base_url.rstrip("/")
+    root = base[: -len("/v1")] if base.endswith("/v1") else base
+    n_ctx = parse_props(_get_json(f"{root}/props", api_key, deadline))
+    if n_ctx is not None:
+        return ServerFacts(n_ctx=n_ctx, source=f"{root}/props")
+    models = parse_models(_get_json(f"{base}/models", api_key, deadline))
+    return ServerFacts(models=models, source=f"{base}/models")
+
+
+def _start_probe(base_url: str, api_key: str | None) -> concurrent.futures.Future[ServerFacts]:
+    """The run's one probe of `base_url`, started now unless it already was."""
+    with _PROBES_LOCK:
+        future = _PROBES.get(base_url)
+        if future is not None:
+            return future
+        future = _PROBES[base_url] = concurrent.futures.Future()
+
+    def run() -> None:
+        try:
+            future.set_result(_probe(base_url, api_key))
+        except Exception as error:  # never fatal: the window just stays unknown
+            _log.debug("context window: probe of %s failed: %r", base_url, error)
+            future.set_result(ServerFacts())
+
+    threading.Thread(target=run, name="context-window-probe", daemon=True).start()
+    return future
+
+
+def min_reply_tokens(window: int, max_output_tokens: int) -> int:
+    """The smallest reply worth asking for: a sixteenth of the window (at least 256 tokens), or
+    the configured maximum when that is smaller. Compaction at 80 % of the window leaves room
+    for it, margin included."""
+    return min(max_output_tokens, max(256, window // 16))
+
+
+def reply_limit(
+    window: int | None,
+    system: str,
+    messages: Sequence[Message],
+    max_output_tokens: int,
+    *,
+    strict: bool = True,
+    chars: int | None = None,
+) -> int:
+    """`max_output_tokens`, clamped so that the prompt (estimated, with a margin for the chat
+    template and the estimate's error) plus the reply fit `window`.
+
+    When not even `min_reply_tokens` fit: `strict` (a window config or the server gave) raises
+    `ContextLengthError`, and the loop compacts before anything is sent; otherwise (the model
+    table's window of a hosted model, which counts better than this estimate and says so itself)
+    the least reply is asked for and the server decides.
+    """
+    if window is None:
+        return max_output_tokens
+    if chars is None:
+        chars = len(system) + sum(_chars(m) for m in messages)
+    estimate = -(-chars // CHARS_PER_TOKEN)
+    prompt = estimate + estimate // 16 + 4 * (len(messages) + 1)
+    room = window - prompt
+    least = min_reply_tokens(window, max_output_tokens)
+    if room < least:
+        if not strict:
+            return least
+        raise ContextLengthError(
+            f"the prompt (about {prompt} tokens) leaves {max(room, 0)} of the {window}-token"
+            f" context window, less than the {least} a reply needs"
+        )
+    return min(max_output_tokens, room)
+
+
+def _chars(message: Message) -> int:
+    # `chars` where a message has it: native tool calls and results count too.
+    return int(getattr(message, "chars", len(message.content)))
+
+
+class ContextWindow:
+    """Where one model's window comes from (config, the server, the table), resolved once."""
+
+    def __init__(
+        self,
+        model: str,
+        overrides: Mapping[str, ModelInfo],
+        base_url: str | None,
+        api_key: str | None,
+    ) -> None:
+        configured = any(model == key or model.startswith(key + "-") for key in overrides)
+        info = lookup_model(model, overrides)
+        self._model = model
+        self._window: int | None = info.context_window if info else None
+        self._strict = configured
+        """Whether the window is the operator's or the server's (not only the model table's)."""
+        self._probe = None if configured or base_url is None else _start_probe(base_url, api_key)
+        self._counted: tuple[Sequence[Message], int, Message | None, int] | None = None
+        """(history, messages counted, the last of them, their characters): the loop appends
+        to its history between compactions, so each turn counts only what is new."""
+
+    async def get(self) -> int | None:
+        """The window in tokens, None when nothing says it."""
+        if self._probe is not None:
+            facts = await asyncio.wrap_future(self._probe)
+            self._probe = None
+            server = facts.window(self._model)
+            if server is not None:
+                _log.info("context window of %s: %d tokens (%s)", self._model, server, facts.source)
+                self._window = server
+                self._strict = True
+        return self._window
+
+    async def reply_limit(
+        self, system: str, messages: Sequence[Message], max_output_tokens: int
+    ) -> int:
+        """`reply_limit` with this model's window (strict when config or the server gave it)."""
+        window = await self.get()
+        if window is None:
+            return max_output_tokens
+        # The running count is exact while the loop only appends, and too high (never too low)
+        # after a compaction cleared results in place: enough to see that the whole reply fits.
+        upper = len(system) + self._count(messages)
+        if reply_limit(window, system, messages, max_output_tokens, strict=False, chars=upper) == (
+            max_output_tokens
+        ):
+            return max_output_tokens
+        self._counted = None
+        chars = len(system) + self._count(messages)
+        return reply_limit(
+            window, system, messages, max_output_tokens, strict=self._strict, chars=chars
+        )
+
+    def _count(self, messages: Sequence[Message]) -> int:
+        counted = self._counted
+        if (
+            counted is not None
+            and counted[0] is messages
+            and 0 < counted[1] <= len(messages)
+            and messages[counted[1] - 1] is counted[2]
+        ):
+            chars = counted[3] + sum(_chars(m) for m in messages[counted[1] :])
+        else:
+            chars = sum(_chars(m) for m in messages)
+        self._counted = (messages, len(messages), messages[-1] if messages else None, chars)
+        return chars
+
+
+async def context_window_of(llm: LLM) -> int | None:
+    """`llm`'s context window: its own `context_window()` where it has one (a provider that asks
+    its server), else the model table's entry."""
+    ask = getattr(llm, "context_window", None)
+    if ask is not None:
+        window: int | None = await ask()
+        return window
+    return llm.info.context_window if llm.info else None

@@ -1,0 +1,173 @@
+"""A fake of llama.cpp's server: a small context, said in `/props`, and its real overflow error.
+
+`LlamaServer` is `tests.fakes.model_server.FakeModelServer` (OpenAI wire format, scripted steps)
+with what llama.cpp's `llama-server` adds around it:
+
+- `GET /props` with `default_generation_settings.n_ctx` (and `n_ctx`), `GET /v1/models` (which,
+  like llama.cpp's, says nothing of the context it runs with), `GET /health`;
+- a prompt counted at `chars_per_token` characters a token; one over `n_ctx` is refused the way
+  llama.cpp refuses it: a 400 with `type: exceed_context_size_error` (current versions, which
+  hold the headers back until the prompt is taken), or with `error_in_stream` an error event
+  inside a 200 stream (older versions, and proxies that start streaming at once).
+
+Every chat request is recorded with its prompt size and `max_tokens` (`LlamaServer.seen`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.fakes.model_server import FakeModelServer, RecordedRequest, Step, _Handler, _State
+from tests.fakes.rate_limited import _Replay
+
+__all__ = ["LlamaServer", "Seen", "prompt_chars"]
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One chat request as the fake server counted it."""
+
+    prompt_tokens: int
+    max_tokens: int | None
+    rejected: bool
+
+
+def prompt_chars(body: Any) -> int:
+    """Characters of every message's text in a chat request."""
+    total = 0
+    for message in body.get("messages", []) if isinstance(body, dict) else []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            total += len(content)
+        elif isinstance(content, list):
+            total += sum(len(str(p.get("text", ""))) for p in content if isinstance(p, dict))
+    return total
+
+
+@dataclass
+class _LlamaState(_State):
+    script: Callable[[Any], Step] | None = None
+    n_ctx: int = 8192
+    chars_per_token: float = 4.0
+    error_in_stream: bool = False
+    seen: list[Seen] = field(default_factory=list)
+
+    def take(self, request: RecordedRequest) -> Step | None:
+        if self.script is None:
+            return super().take(request)
+        with self.lock:
+            self.requests.append(request)
+        return self.script(request.body)
+
+
+class _LlamaHandler(_Handler):
+    def do_GET(self) -> None:
+        state = self.server.state
+        assert isinstance(state, _LlamaState)
+        path = self.path.split("?", 1)[0]
+        if path == "/props":
+            self._json(200, _props(state.n_ctx))
+        elif path in ("/v1/models", "/models"):
+            entry = {"id": "local.gguf", "object": "model", "owned_by": "llamacpp"}
+            self._json(
+                200, {"object": "list", "data": [{**entry, "meta": {"n_ctx_train": 131072}}]}
+            )
+        elif path == "/health":
+            self._json(200, {"status": "ok"})
+        else:
+            self._json(
+                404,
+                {"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}},
+            )
+
+    def do_POST(self) -> None:
+        state = self.server.state
+        assert isinstance(state, _LlamaState)
+        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        body = body if isinstance(body, dict) else {}
+        tokens = math.ceil(prompt_chars(body) / state.chars_per_token)
+        limit = body.get("max_tokens", body.get("max_completion_tokens"))
+        rejected = tokens > state.n_ctx
+        with state.lock:
+            state.seen.append(Seen(tokens, limit if isinstance(limit, int) else None, rejected))
+        if rejected:
+            self._overflow(state, tokens, bool(body.get("stream")))
+            return
+        rfile = self.rfile
+        self.rfile = _Replay(raw, rfile)  # type: ignore[assignment]
+        try:
+            super().do_POST()
+        finally:
+            self.rfile = rfile
+
+    def _overflow(self, state: _LlamaState, tokens: int, stream: bool) -> None:
+        error = {
+            "code": 400,
+            "message": f"request ({tokens} tokens) exceeds the available context size"
+            f" ({state.n_ctx} tokens), try increasing it",
+            "type": "exceed_context_size_error",
+            "n_prompt_tokens": tokens,
+            "n_ctx": state.n_ctx,
+        }
+        if not (stream and state.error_in_stream):
+            self._json(400, {"error": error})
+            return
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        self._chunk(f"data: {json.dumps({'error': error})}\n\n".encode())
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+
+def _props(n_ctx: int) -> dict[str, Any]:
+    return {
+        "default_generation_settings": {"n_ctx": n_ctx, "params": {"n_predict": -1}},
+        "total_slots": 1,
+        "model_path": "/models/local.gguf",
+        "chat_template": "",
+        "build_info": "b0000-fake",
+    }
+
+
+class LlamaServer(FakeModelServer):
+    """A FakeModelServer that behaves, at its edges, like llama.cpp's server."""
+
+    def __init__(
+        self,
+        *,
+        script: Callable[[Any], Step],
+        n_ctx: int = 8192,
+        chars_per_token: float = 4.0,
+        error_in_stream: bool = False,
+    ) -> None:
+        """`script(body)` answers each chat request that fits."""
+        super().__init__()
+        state = _LlamaState(
+            self._state.steps,
+            None,
+            script=script,
+            n_ctx=n_ctx,
+            chars_per_token=chars_per_token,
+            error_in_stream=error_in_stream,
+        )
+        self._state = state
+        self._httpd.state = state
+        self._httpd.RequestHandlerClass = _LlamaHandler
+
+    @property
+    def seen(self) -> list[Seen]:
+        """Every chat request so far, as counted."""
+        state = self._state
+        assert isinstance(state, _LlamaState)
+        with state.lock:
+            return list(state.seen)

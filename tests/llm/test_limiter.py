@@ -1,0 +1,124 @@
+"""The shared rate gate: a 429's pause, the cap on requests at once, first come first served."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from runner.llm.limiter import RAISE_AFTER_S, RateGate, gate_for, gated
+from runner.llm.retry import CallError, CallTarget
+from runner.settings import RetrySettings
+
+pytestmark = pytest.mark.anyio
+
+TARGET = CallTarget("openai", "m", "http://127.0.0.1:1/v1", None)
+
+
+def too_many(retry_after: str | None = "0.05") -> CallError:
+    headers = {"retry-after": retry_after} if retry_after is not None else {}
+    return CallError("status", "slow down", status=429, headers=headers)
+
+
+async def test_a_429_with_retry_after_pauses_the_next_acquire_of_every_task() -> None:
+    gate = RateGate()
+    await gate.acquire()
+    gate.release(too_many("0.05"), ok=False)
+    resume_at = gate.paused_until
+    loop = asyncio.get_running_loop()
+    assert resume_at > loop.time()
+    await gate.acquire()
+    assert loop.time() >= resume_at
+
+
+async def test_the_pause_is_capped_like_the_tasks_own_retry() -> None:
+    gate = RateGate(retry_after_cap_s=0.01)
+    await gate.acquire()
+    gate.release(too_many("3600"), ok=False)
+    assert gate.paused_until <= asyncio.get_running_loop().time() + 0.01
+
+
+async def test_a_429_caps_requests_at_once_to_those_that_were_taken() -> None:
+    gate = RateGate()
+    for _ in range(4):
+        await gate.acquire()
+    gate.release(too_many(None), ok=False)  # three others were in flight: they were taken
+    assert gate.limit == 3 and gate.in_flight == 3
+    waiting = asyncio.ensure_future(gate.acquire())
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    gate.release()
+    await waiting
+    assert gate.in_flight == 3
+
+
+async def test_waiters_get_their_slots_in_order_of_arrival() -> None:
+    gate = RateGate()
+    await gate.acquire()
+    await gate.acquire()
+    gate.release(too_many(None), ok=False)  # limit 1, one in flight
+    order: list[int] = []
+
+    async def take(index: int) -> None:
+        await gate.acquire()
+        order.append(index)
+
+    waiters = [asyncio.ensure_future(take(i)) for i in range(3)]
+    await asyncio.sleep(0)
+    for _ in range(3):
+        gate.release()
+        await asyncio.sleep(0)
+    await asyncio.gather(*waiters)
+    assert order == [0, 1, 2]
+
+
+async def test_a_cancelled_waiter_leaves_its_place_and_takes_no_slot() -> None:
+    gate = RateGate()
+    await gate.acquire()
+    await gate.acquire()
+    gate.release(too_many(None), ok=False)
+    waiter = asyncio.ensure_future(gate.acquire())
+    await asyncio.sleep(0)
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    gate.release()
+    assert gate.in_flight == 0
+    await gate.acquire()
+    assert gate.in_flight == 1
+
+
+async def test_the_cap_rises_by_one_after_a_quiet_spell() -> None:
+    gate = RateGate()
+    await gate.acquire()
+    await gate.acquire()
+    gate.release(too_many(None), ok=False)
+    assert gate.limit == 1
+    gate._quiet_since -= RAISE_AFTER_S  # the spell has passed
+    gate.release()
+    assert gate.limit == 2
+
+
+async def test_gated_calls_report_their_429s_and_failures_keep_no_slot() -> None:
+    gate = RateGate()
+
+    async def refused() -> str:
+        raise too_many(None)
+
+    async def fine() -> str:
+        return "ok"
+
+    with pytest.raises(CallError):
+        await gated(refused, gate)()
+    assert gate.rate_limited == 1 and gate.in_flight == 0
+    assert await gated(fine, gate)() == "ok"
+    assert gate.in_flight == 0
+
+
+async def test_one_gate_per_provider_and_server_and_none_when_switched_off() -> None:
+    policy = RetrySettings()
+    other = CallTarget("openai", "other-model", TARGET.base_url, None)
+    assert gate_for(TARGET, policy) is gate_for(other, policy)
+    elsewhere = CallTarget("openai", "m", "http://127.0.0.1:2/v1", None)
+    assert gate_for(elsewhere, policy) is not gate_for(TARGET, policy)
+    assert gate_for(TARGET, RetrySettings(shared_limiter=False)) is None
