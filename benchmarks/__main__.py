@@ -14,12 +14,20 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from benchmarks import figures
+from benchmarks import fanout, figures
 from benchmarks.fake_latency import TimedServer
 from benchmarks.figures import Bench, Row
 
 SCALE = {"ms": 1000.0}
-FIGURES = ("per_turn", "cold_start", "mcp_call", "concurrency", "long_session")
+FIGURES = (
+    "per_turn",
+    "cold_start",
+    "mcp_call",
+    "concurrency",
+    "long_session",
+    "memory",
+    "wide",
+)
 
 
 def _system_prompt(scratch: Path) -> str:
@@ -41,6 +49,8 @@ def run(bench: Bench, only: list[str], sizes: list[int] | None = None) -> list[R
         "mcp_call": lambda: figures.mcp_call(bench),
         "concurrency": lambda: figures.concurrency(bench),
         "long_session": lambda: figures.long_session(bench, lambda: _system_prompt(bench.scratch)),
+        "memory": lambda: fanout.memory(bench),
+        "wide": lambda: fanout.wide(bench),
     }
     for name, step in steps.items():
         if name in only:
