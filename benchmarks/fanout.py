@@ -112,8 +112,7 @@ def memory(bench: Bench) -> list[Row]:
     }
     return [
         Row(
-            f"memory per concurrent task ({tasks} tasks x {turns} turns, "
-            f"{latency * 1000:g} ms)",
+            f"memory per concurrent task ({tasks} tasks x {turns} turns, {latency * 1000:g} ms)",
             per_task,
             None,
             "MB",
