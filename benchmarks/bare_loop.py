@@ -131,24 +131,31 @@ async def _with_servers(count: int, then: Any) -> int:
     """Start `count` stdio workspace servers with the bare MCP client (initialize, list tools),
     all at once, then run `then()`: the floor of the first request with stdio servers."""
     import sys
-    from contextlib import AsyncExitStack
 
+    import anyio
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "runner.workspace", "--root", "."]
     )
+    done = anyio.Event()
 
-    async def start(stack: AsyncExitStack) -> None:
-        read, write = await stack.enter_async_context(stdio_client(params))
-        session = await stack.enter_async_context(ClientSession(read, write))
-        await session.initialize()
-        await session.list_tools()
+    async def serve(*, task_status: Any) -> None:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            await session.list_tools()
+            task_status.started()
+            await done.wait()
 
-    async with AsyncExitStack() as stack:
-        await asyncio.gather(*(start(stack) for _ in range(count)))
-        return int(await then())
+    async with anyio.create_task_group() as group:
+        async with anyio.create_task_group() as starting:
+            for _ in range(count):
+                starting.start_soon(group.start, serve)
+        try:
+            return int(await then())
+        finally:
+            done.set()
 
 
 async def _run(wire: str, system: str, max_turns: int, concurrent: int) -> int:
