@@ -141,6 +141,11 @@ class IdleWatch:
                 raise CallError("idle", f"stream idle for {self._idle_s:g} s") from None
             raise CallError("idle", f"{self._what} sent nothing for {self._idle_s:g} s") from None
 
+    @property
+    def deadline(self) -> float | None:
+        """When the silence runs out, in the event loop's clock."""
+        return self._timeout.when()
+
     def alive(self) -> None:
         """Something arrived: the silence starts again from now."""
         self._answered = True
