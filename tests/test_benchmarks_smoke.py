@@ -31,6 +31,7 @@ def test_quick_benchmark_writes_every_figure(tmp_path: Path) -> None:
         "first model request",
         "MCP tool call",
         "speed-up",
+        "memory per concurrent task",
         "peak RSS",
         "log append",
         "prompt bytes",
