@@ -98,12 +98,27 @@ def _sizes(bench: Bench, tasks: int) -> tuple[int, int, float]:
     return (4, 1, 0.05) if bench.quick else (tasks, 10, 0.2)
 
 
+_QUICK: dict[tuple[int, int], JobsRun] = {}
+"""The quick mode's runs: both figures use the same tiny suite, so `wide` reuses `memory`'s."""
+
+
+def _runs(
+    bench: Bench, suite: Path, jobs: int, turns: int, latency: float, n: int
+) -> list[JobsRun]:
+    if not bench.quick:
+        return [run_jobs(bench, suite, jobs, turns, latency) for _ in range(n)]
+    key = (id(bench), jobs)
+    if key not in _QUICK:
+        _QUICK[key] = run_jobs(bench, suite, jobs, turns, latency)
+    return [_QUICK[key]]
+
+
 def memory(bench: Bench) -> list[Row]:
     """Peak RSS per concurrent task: (`--jobs 64` - `--jobs 1`) / 63."""
     tasks, turns, latency = _sizes(bench, 64)
     suite = _suite(bench, tasks, turns)
-    one = run_jobs(bench, suite, 1, turns, latency)
-    many = [run_jobs(bench, suite, tasks, turns, latency) for _ in range(bench.reps)]
+    one = _runs(bench, suite, 1, turns, latency, 1)[0]
+    many = _runs(bench, suite, tasks, turns, latency, bench.reps)
     peak = statistics.median(r.peak_rss_mb for r in many)
     per_task = (peak - one.peak_rss_mb) / (tasks - 1)
     bench.raw[f"memory.{tasks}"] = {
@@ -128,8 +143,8 @@ def wide(bench: Bench) -> list[Row]:
     """`--jobs 128` against `--jobs 1`, first request to exit."""
     tasks, turns, latency = _sizes(bench, 128)
     suite = _suite(bench, tasks, turns)
-    one = run_jobs(bench, suite, 1, turns, latency)
-    many = [run_jobs(bench, suite, tasks, turns, latency) for _ in range(bench.reps)]
+    one = _runs(bench, suite, 1, turns, latency, 1)[0]
+    many = _runs(bench, suite, tasks, turns, latency, bench.reps)
     phase = statistics.median(r.first_to_exit_s for r in many)
     wall = statistics.median(r.wall_s for r in many)
     speedup = one.first_to_exit_s / phase
