@@ -8,6 +8,8 @@ on, with its task rebuilt by `resume_task` from the task file that `checkout` fi
 current checkout. `commands` holds `validate` and `prompt`, which load tasks without running them.
 `agents` is the `sub_agent` tool and its executor, `child` one sub-agent's session, `batch` the
 calls of one reply that run at once, `agent_resume` settles sub-agents a cut-off run left behind.
+`tracing` wraps the run, its tasks, model calls, tool calls and sub-agents in OpenTelemetry spans
+when a run is traced (a no-op otherwise); `otel` is the one module that imports the SDK.
 """
 
 from __future__ import annotations
