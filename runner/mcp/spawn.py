@@ -28,6 +28,7 @@ from anyio.abc import Process
 from runner.mcp.extension import ExtensionConfig
 from runner.mcp.launch import builtin_workspace_root, server_env
 from runner.settings import environ
+from runner.workspace import TRACE_ENV
 
 __all__ = ["SDK_INHERITED_ENV", "discard", "spawn_early"]
 
@@ -71,7 +72,11 @@ async def spawn_early(
             try:
                 started[config.name] = await anyio.open_process(
                     [config.cmd, *config.args],
-                    env=_sdk_default_env() | server_env(base_env, config.envs),
+                    # As `Connection._stdio_transport` builds it: a traced run's TRACEPARENT
+                    # under what the task sets.
+                    env=_sdk_default_env()
+                    | (TRACE_ENV.get() or {})
+                    | server_env(base_env, config.envs),
                     stderr=subprocess.PIPE,
                     cwd=workdir,
                     start_new_session=True,

@@ -102,3 +102,26 @@ async def test_a_command_that_cannot_start_is_left_to_the_connection(tmp_path: P
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_an_early_server_gets_the_tasks_traceparent(tmp_path: Path) -> None:
+    from runner.workspace import TRACE_ENV
+
+    probe = ExtensionConfig(
+        name="probe",
+        cmd=sys.executable,
+        args=["-c", "import os; print(os.environ.get('TRACEPARENT'))"],
+    )
+    token = TRACE_ENV.set({"TRACEPARENT": "00-abc-def-01"})
+    try:
+        process = (await spawn_early([probe], workdir=tmp_path, base_env=environ()))["probe"]
+    finally:
+        TRACE_ENV.reset(token)
+    assert process.stdout is not None
+    out = b""
+    async for chunk in process.stdout:
+        out += chunk
+    await process.aclose()
+
+    assert out.decode().strip() == "00-abc-def-01"
