@@ -74,9 +74,11 @@ async def spawn_early(
                     [config.cmd, *config.args],
                     # As `Connection._stdio_transport` builds it: a traced run's TRACEPARENT
                     # under what the task sets.
-                    env=_sdk_default_env()
-                    | (TRACE_ENV.get() or {})
-                    | server_env(base_env, config.envs),
+                    env={
+                        **_sdk_default_env(),
+                        **(TRACE_ENV.get() or {}),
+                        **server_env(base_env, config.envs),
+                    },
                     stderr=subprocess.PIPE,
                     cwd=workdir,
                     start_new_session=True,
