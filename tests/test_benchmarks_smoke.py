@@ -37,5 +37,10 @@ def test_quick_benchmark_writes_every_figure(tmp_path: Path) -> None:
         "prompt bytes",
     ):
         assert part in figures
-    assert all(row["runner"] > 0 for row in report["rows"] if "growth" not in row["figure"])
+    differences = ("growth", "memory per")  # a difference of two peaks may be 0 in a tiny run
+    assert all(
+        row["runner"] > 0
+        for row in report["rows"]
+        if not any(word in row["figure"] for word in differences)
+    )
     assert "| figure |" in (tmp_path / "quick.md").read_text(encoding="utf-8")
