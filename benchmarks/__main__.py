@@ -14,7 +14,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from benchmarks import fanout, figures
+from benchmarks import fanout, figures, wide
 from benchmarks.fake_latency import TimedServer
 from benchmarks.figures import Bench, Row
 from benchmarks.prompt_cache import prompt_cache
@@ -28,6 +28,8 @@ FIGURES = (
     "long_session",
     "prompt_cache",
     "fanout_429",
+    "memory",
+    "wide",
 )
 
 
@@ -52,6 +54,8 @@ def run(bench: Bench, only: list[str], sizes: list[int] | None = None) -> list[R
         "long_session": lambda: figures.long_session(bench, lambda: _system_prompt(bench.scratch)),
         "prompt_cache": lambda: prompt_cache(bench),
         "fanout_429": lambda: fanout.fanout_429(bench),  # its own rate-limited server
+        "memory": lambda: wide.memory(bench),
+        "wide": lambda: wide.wide(bench),
     }
     for name, step in steps.items():
         if name in only:

@@ -127,6 +127,37 @@ def _sync_loop(wire: str, system: str, max_turns: int) -> int:
     return turns
 
 
+async def _with_servers(count: int, then: Any) -> int:
+    """Start `count` stdio workspace servers with the bare MCP client (initialize, list tools),
+    all at once, then run `then()`: the floor of the first request with stdio servers."""
+    import sys
+
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "runner.workspace", "--root", "."]
+    )
+    done = anyio.Event()
+
+    async def serve(*, task_status: Any) -> None:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            await session.list_tools()
+            task_status.started()
+            await done.wait()
+
+    async with anyio.create_task_group() as group:
+        async with anyio.create_task_group() as starting:
+            for _ in range(count):
+                starting.start_soon(group.start, serve)
+        try:
+            return int(await then())
+        finally:
+            done.set()
+
+
 async def _run(wire: str, system: str, max_turns: int, concurrent: int) -> int:
     """`concurrent` loops on one client (the --jobs floor); the number of turns they made."""
     if wire == "openai":
@@ -153,10 +184,16 @@ def main() -> int:
     parser.add_argument("--max-turns", type=int, default=10_000)
     parser.add_argument("--concurrent", type=int, default=1, help="loops at once, one client")
     parser.add_argument("--sync", action="store_true", help="the synchronous SDK client")
+    parser.add_argument(
+        "--mcp-servers", type=int, default=0, help="stdio servers to start first (bare MCP client)"
+    )
     args = parser.parse_args()
     system = args.system.read_text(encoding="utf-8") if args.system else "You are an agent."
     if args.sync:
         turns = _sync_loop(args.wire, system, args.max_turns)
+    elif args.mcp_servers:
+        run = lambda: _run(args.wire, system, args.max_turns, args.concurrent)  # noqa: E731
+        turns = asyncio.run(_with_servers(args.mcp_servers, run))
     else:
         turns = asyncio.run(_run(args.wire, system, args.max_turns, args.concurrent))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

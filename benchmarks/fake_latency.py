@@ -20,6 +20,8 @@ from tests.fakes.model_server import FakeModelServer, RecordedRequest, Step, _Ha
 
 __all__ = ["Arrival", "TimedServer", "assistant_turns", "rss_kib", "tool_turns"]
 
+BACKLOG = 1024
+"""The listen backlog: more than the widest burst of connections the benchmark makes."""
 TOOL_CALL = "<read_file>\n<path>notes.txt</path>\n</read_file>"
 DONE = "<attempt_completion>\n<result>done</result>\n</attempt_completion>"
 
@@ -154,6 +156,9 @@ class TimedServer(FakeModelServer):
         self._state = state
         self._httpd.state = state
         self._httpd.RequestHandlerClass = _TimedHandler
+        # `--jobs 128` opens 128 connections at once (and the runner's pool may open more): a
+        # backlog that drops SYNs costs a second each (the kernel's retry).
+        self._httpd.socket.listen(BACKLOG)
 
     @property
     def state(self) -> _TimedState:

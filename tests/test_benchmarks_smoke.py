@@ -31,6 +31,7 @@ def test_quick_benchmark_writes_every_figure(tmp_path: Path) -> None:
         "first model request",
         "MCP tool call",
         "speed-up",
+        "memory per concurrent task",
         "peak RSS",
         "log append",
         "prompt bytes",
@@ -38,5 +39,10 @@ def test_quick_benchmark_writes_every_figure(tmp_path: Path) -> None:
         "fan-out under 429s",
     ):
         assert part in figures
-    assert all(row["runner"] > 0 for row in report["rows"] if "growth" not in row["figure"])
+    differences = ("growth", "memory per")  # a difference of two peaks may be 0 in a tiny run
+    assert all(
+        row["runner"] > 0
+        for row in report["rows"]
+        if not any(word in row["figure"] for word in differences)
+    )
     assert "| figure |" in (tmp_path / "quick.md").read_text(encoding="utf-8")

@@ -18,6 +18,10 @@ __all__ = ["Attempt", "SdkProvider"]
 ClientT = TypeVar("ClientT")
 Attempt = tuple[str, Usage, str, str]
 """One successful attempt: text, usage, stop reason, the model that answered."""
+CALLS_PER_CLIENT = 32
+"""Concurrent calls one SDK client serves: its connection pool walks every connection at each
+request's start and end (and probes each idle one's socket), so its cost per request grows with
+the pool; a run with more tasks at once (`--jobs`) spreads its calls over more clients."""
 
 
 class SdkProvider(Generic[ClientT]):
@@ -43,13 +47,20 @@ class SdkProvider(Generic[ClientT]):
         self._settings = settings
         self._target = target
         self._sleep = sleep
-        self._preload = Preload(build, name=f"{self.provider}-client")
+        count = -(-settings.jobs // CALLS_PER_CLIENT)
+        self._preload = Preload(
+            lambda: [build() for _ in range(count)], name=f"{self.provider}-client"
+        )
+        self._turn = 0
         self._drains = Drains()
         """Finished streams whose body's end is still being read (see `Drains`)."""
 
     @property
     def _client(self) -> ClientT:
-        return self._preload.get()
+        """The client for the next call (taken in turn when there are several)."""
+        clients = self._preload.get()
+        self._turn += 1
+        return clients[self._turn % len(clients)]
 
     async def complete(
         self,
@@ -77,8 +88,9 @@ class SdkProvider(Generic[ClientT]):
     async def aclose(self) -> None:
         """Finish the background drains, then close the HTTP connections."""
         await self._drains.wait()
-        client: Any = self._client
-        await client.close()
+        clients: list[Any] = self._preload.get()
+        for client in clients:
+            await client.close()
 
     async def _attempt(self, system: str, messages: Sequence[Message]) -> Attempt:
         raise NotImplementedError

@@ -18,12 +18,16 @@ __all__ = [
     "CHARS_PER_TOKEN",
     "DRAIN_S",
     "Drains",
+    "IDLE_SLACK",
     "IdleWatch",
     "ack_promptly",
     "estimate_tokens",
     "estimate_usage",
 ]
 CHARS_PER_TOKEN = 4
+IDLE_SLACK = 0.01
+"""How early (a share of the idle timeout) `IdleWatch` may call a stream idle: its deadline moves
+only once it is at least this much out of date."""
 DRAIN_S = 2.0
 """How long the rest of a finished stream may take to arrive before its connection is closed
 instead of kept alive: a delayed ACK is 40-200 ms (Linux), up to 500 ms elsewhere."""
@@ -111,7 +115,10 @@ class IdleWatch:
     `async with IdleWatch(idle_s, what) as watch:` around the request and the reading of its
     stream, with `watch.alive()` after the response and after each chunk: more than `idle_s` of
     silence becomes a retryable `CallError`. One timer for the call, moved along, costs less than
-    a timeout per chunk.
+    a timeout per chunk; and it is moved only once `IDLE_SLACK` of `idle_s` has passed since the
+    last move (a move cancels one timer and schedules another, at every event of a stream whose
+    events come microseconds apart), so a stream is called idle after between 99 % and 100 % of
+    `idle_s` of silence.
     """
 
     def __init__(self, idle_s: float, what: str) -> None:
@@ -120,6 +127,8 @@ class IdleWatch:
         self._answered = False
         self._timeout = asyncio.timeout(idle_s)
         self._now = asyncio.get_running_loop().time
+        self._slack = idle_s * IDLE_SLACK
+        self._moved = self._now()
 
     async def __aenter__(self) -> Self:
         await self._timeout.__aenter__()
@@ -138,10 +147,18 @@ class IdleWatch:
                 raise CallError("idle", f"stream idle for {self._idle_s:g} s") from None
             raise CallError("idle", f"{self._what} sent nothing for {self._idle_s:g} s") from None
 
+    @property
+    def deadline(self) -> float | None:
+        """When the silence runs out, in the event loop's clock."""
+        return self._timeout.when()
+
     def alive(self) -> None:
         """Something arrived: the silence starts again from now."""
         self._answered = True
-        self._timeout.reschedule(self._now() + self._idle_s)
+        now = self._now()
+        if now - self._moved >= self._slack:
+            self._moved = now
+            self._timeout.reschedule(now + self._idle_s)
 
 
 def estimate_tokens(text: str) -> int:

@@ -4,7 +4,8 @@ servers, lists their tools under the task's policy and routes calls to them.
 `McpHub` serves the built-in workspace in-process (`runner.mcp.local`) and reaches every other
 server over stdio, SSE or streamable HTTP (`runner.mcp.connection`, imported only when such a
 server is configured: it is the one place the MCP SDK is imported). Importing this face imports
-no SDK: task loading and `validate` never load it.
+no SDK: task loading and `validate` never load it. Stdio servers are started before that import
+(`runner.mcp.spawn`), so they boot while it runs.
 """
 
 from __future__ import annotations

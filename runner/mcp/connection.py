@@ -30,6 +30,7 @@ from runner.mcp.launch import server_env
 from runner.mcp.limits import DEFAULT_LIMITS, McpLimits
 from runner.mcp.render import ConnectionLost, EventSink, HubEvent, StartFailure, timeout_text
 from runner.mcp.results import CONNECTION_CLOSED, REQUEST_TIMEOUT, render_error, render_result
+from runner.mcp.spawn import discard
 from runner.mcp.stdio import stdio_transport
 from runner.redact import Redactor
 from runner.toolcall import ToolResult, ToolSpec
@@ -59,8 +60,11 @@ class Connection:
         redactor: Redactor | None = None,
         limits: McpLimits = DEFAULT_LIMITS,
         on_event: EventSink | None = None,
+        early: Any | None = None,
     ) -> None:
+        """`early` is the server's process when `runner.mcp.spawn` has started it already."""
         self.config = config
+        self._early = early
         self._redactor = redactor
         self._limits = limits
         self._on_event = on_event
@@ -195,6 +199,9 @@ class Connection:
             # A transport that failed after startup: the calls see the closed connection.
         finally:
             self.client = None
+            early, self._early = self._early, None
+            if early is not None:  # never handed to a transport (e.g. its log could not open)
+                await discard(early)
             self._done.set()
 
     @asynccontextmanager
@@ -215,7 +222,8 @@ class Connection:
                 self.stderr_path.open("a", encoding="utf-8", errors="replace")
             )
             try:
-                client = await self._connect(stack, self._stdio_transport(errlog), "legacy")
+                early, self._early = self._early, None
+                client = await self._connect(stack, self._stdio_transport(errlog, early), "legacy")
             except Exception as exc:
                 if not _refused(exc):
                     raise
@@ -232,7 +240,7 @@ class Connection:
         )
         return await stack.enter_async_context(client)
 
-    def _stdio_transport(self, errlog: TextIO) -> Any:
+    def _stdio_transport(self, errlog: TextIO, process: Any | None = None) -> Any:
         cfg = self.config
         assert cfg.cmd is not None  # ExtensionConfig validates it for enabled servers
         # A traced run's TRACEPARENT (of the task's span), under what the task itself sets.
@@ -251,6 +259,7 @@ class Connection:
             redactor=self._redactor,
             max_line_chars=self._limits.max_message_chars,
             on_warning=self._warn,
+            process=process,
         )
 
     def _warn(self, text: str) -> None:

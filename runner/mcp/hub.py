@@ -7,6 +7,7 @@ start is an operator error (`McpServerError`, exit code 4).
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -31,6 +32,7 @@ from runner.mcp.render import (
     policy_allows,
 )
 from runner.mcp.serverlog import guard_sdk_logging
+from runner.mcp.spawn import discard, spawn_early
 from runner.redact import Redactor
 from runner.settings import WorkspaceLimits
 from runner.toolcall import ToolResult, ToolSpec
@@ -110,21 +112,25 @@ class McpHub:
         self._default_timeout_s = default_tool_timeout_s
         self._on_event = on_event
         self._max_restarts = max_restarts
-        self._conns: list[_Server] = [
-            _connection(
-                cfg.model_copy(update={"name": cfg.name or key}),
-                workdir=workdir,
-                artifacts_dir=artifacts_dir,
-                base_env=dict(base_env or {}),
-                startup_timeout_s=startup_timeout_s,
-                workspace_limits=workspace_limits,
-                redactor=redactor,
-                limits=limits,
-                on_event=self._emit,
-            )
+        self._configs = [
+            cfg.model_copy(update={"name": cfg.name or key})
             for key, cfg in extensions.items()
             if cfg.enabled
         ]
+        self._workdir = workdir
+        self._base_env = dict(base_env or {})
+        self._connection = functools.partial(
+            _connection,
+            workdir=workdir,
+            artifacts_dir=artifacts_dir,
+            base_env=self._base_env,
+            startup_timeout_s=startup_timeout_s,
+            workspace_limits=workspace_limits,
+            redactor=redactor,
+            limits=limits,
+            on_event=self._emit,
+        )
+        self._conns: list[_Server] = []
         self._restarts: Counter[str] = Counter()
         self._locks: dict[str, anyio.Lock] = {}
         self._tools: dict[str, tuple[ToolSpec, _Server]] = {}
@@ -193,6 +199,16 @@ class McpHub:
         return result if text is result.text else ToolResult(text, result.is_error)
 
     async def _start_all(self) -> None:
+        # The stdio servers start first: they boot while the SDK is imported (by the first
+        # `Connection`) and while the model's client is built in its own thread.
+        early = await spawn_early(self._configs, workdir=self._workdir, base_env=self._base_env)
+        try:
+            self._conns = [
+                self._connection(cfg, early=early.pop(cfg.name, None)) for cfg in self._configs
+            ]
+        finally:
+            for process in early.values():  # only when building a connection failed
+                await discard(process)
         failures: dict[str, StartFailure] = {}
 
         async def start(conn: _Server) -> None:
@@ -367,8 +383,10 @@ def _connection(
     limits: McpLimits,
     on_event: EventSink,
     workspace_limits: WorkspaceLimits | None = None,
+    early: Any | None = None,
 ) -> _Server:
-    """The in-process workspace for the built-in one, else an MCP client (imports the SDK)."""
+    """The in-process workspace for the built-in one, else an MCP client (imports the SDK);
+    `early` is the server's process if `spawn_early` started it."""
     if builtin_workspace_root(config) is not None:
         return LocalConnection(config, workdir=workdir, base_env=base_env, limits=workspace_limits)
     from runner.mcp.connection import Connection
@@ -382,6 +400,7 @@ def _connection(
         redactor=redactor,
         limits=limits,
         on_event=on_event,
+        early=early,
     )
 
 

@@ -152,20 +152,24 @@ async def stdio_transport(
     redactor: Redactor | None = None,
     max_line_chars: int = DEFAULT_MAX_LINE_CHARS,
     on_warning: Callable[[str], None] = lambda _: None,
+    process: Any | None = None,
 ) -> AsyncIterator[TransportStreams]:
     """Spawn the server and exchange newline-delimited JSON-RPC over its stdin and stdout.
 
     The server's stderr is written to `errlog` through `redactor`; `on_warning` hears (in one
     line, without the server's text) about a line over `max_line_chars` or one that is not JSON-RPC.
+    `process` is the server already started by `runner.mcp.spawn` (same command, environment and
+    session as below); this transport then owns it.
     """
-    command = await _get_executable_command(server.command)
-    process = await _create_platform_compatible_process(
-        command=command,
-        args=server.args,
-        env=get_default_environment() | (server.env or {}),
-        errlog=cast(TextIO, subprocess.PIPE),  # read below, redacted, into errlog
-        cwd=server.cwd,
-    )
+    if process is None:
+        command = await _get_executable_command(server.command)
+        process = await _create_platform_compatible_process(
+            command=command,
+            args=server.args,
+            env=get_default_environment() | (server.env or {}),
+            errlog=cast(TextIO, subprocess.PIPE),  # read below, redacted, into errlog
+            cwd=server.cwd,
+        )
     # No await between the spawn and the task group, or a cancellation could leak the process.
     reader_in, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, writer_out = anyio.create_memory_object_stream[SessionMessage](0)

@@ -1,0 +1,101 @@
+"""Start the task's stdio servers before the MCP SDK is imported (issue 19, cold start).
+
+Importing the SDK's client costs the runner about half a second of CPU, and a stdio server
+(itself often a Python process importing the same SDK) needs as long again to answer its
+handshake. Started first, the servers boot while the runner imports the SDK and the model's
+client; the connection then speaks over the process it is handed (`stdio_transport(process=)`).
+
+The process is started exactly as the SDK would start it: the same command and arguments, the
+SDK's inherited variables overlaid with `server_env`, the task's working directory, a new
+session (so the SDK's shutdown kills the whole tree), stderr through a pipe. Windows is left to
+the SDK (it puts the server in a Job Object), and so is any server whose start fails here: the
+connection then starts it itself and reports the failure in its usual words.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import anyio
+from anyio.abc import Process
+
+from runner.mcp.extension import ExtensionConfig
+from runner.mcp.launch import builtin_workspace_root, server_env
+from runner.settings import environ
+from runner.workspace import TRACE_ENV
+
+__all__ = ["SDK_INHERITED_ENV", "discard", "spawn_early"]
+
+SDK_INHERITED_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
+"""The variables the SDK's `get_default_environment()` passes on POSIX (a test compares)."""
+
+
+def _sdk_default_env() -> dict[str, str]:
+    """What the SDK's `get_default_environment()` returns, without importing the SDK."""
+    env = environ()
+    return {
+        name: env[name]
+        for name in SDK_INHERITED_ENV
+        if name in env and not env[name].startswith("()")  # shell functions, as the SDK skips
+    }
+
+
+def _early(config: ExtensionConfig) -> bool:
+    return (
+        sys.platform != "win32"
+        and config.type == "stdio"
+        and config.cmd is not None
+        and builtin_workspace_root(config) is None  # served in-process
+    )
+
+
+async def spawn_early(
+    configs: Sequence[ExtensionConfig], *, workdir: Path, base_env: Mapping[str, str]
+) -> dict[str, Process]:
+    """Start every stdio server of `configs` now: their processes by server name.
+
+    A server that cannot be started here is left out (its connection starts it, and reports
+    why not). Cancelled or failing half-way, the processes already started are killed.
+    """
+    started: dict[str, Process] = {}
+    try:
+        for config in configs:
+            if not _early(config):
+                continue
+            assert config.cmd is not None
+            try:
+                started[config.name] = await anyio.open_process(
+                    [config.cmd, *config.args],
+                    # As `Connection._stdio_transport` builds it: a traced run's TRACEPARENT
+                    # under what the task sets.
+                    env={
+                        **_sdk_default_env(),
+                        **(TRACE_ENV.get() or {}),
+                        **server_env(base_env, config.envs),
+                    },
+                    stderr=subprocess.PIPE,
+                    cwd=workdir,
+                    start_new_session=True,
+                )
+            except OSError:
+                continue
+    except BaseException:
+        for process in started.values():
+            await discard(process)
+        raise
+    return started
+
+
+async def discard(process: Process) -> None:
+    """Kill an early server nobody took (its process group) and reap it."""
+    with anyio.CancelScope(shield=True):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            await process.aclose()
