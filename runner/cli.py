@@ -177,6 +177,11 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--output", choices=["text", "json"], default="text", help="console summary format"
     )
+    parser.add_argument(
+        "--tool-mode",
+        choices=["xml", "native", "auto"],
+        help="how tools are called, for every task (overrides the task's tool_mode)",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="only the final summary")
     parser.add_argument("-v", "--verbose", action="store_true", help="print transcripts")
 
@@ -355,6 +360,7 @@ def _settings_and_options(args: argparse.Namespace) -> tuple[Any, Any]:
         "out": args.out,
         "max_cost_usd": args.max_cost_usd,
         "log_level": args.log_level,
+        "tool_mode": getattr(args, "tool_mode", None),
     }
     settings = load_settings(overrides, config_file=args.config)
     options = RunOptions(

@@ -7,11 +7,15 @@ from __future__ import annotations
 
 from runner.llm.base import LLM, Message, ProviderFactory, Reply, RetryEvent, Usage
 from runner.llm.models import cost_usd, lookup_model
+from runner.llm.native import NativeCall, NativeResult, NativeTools, wire_name
 from runner.llm.registry import create_llm, provider_names, spec_problem
 
 __all__ = [
     "LLM",
     "Message",
+    "NativeCall",
+    "NativeResult",
+    "NativeTools",
     "ProviderFactory",
     "Reply",
     "RetryEvent",
@@ -21,4 +25,5 @@ __all__ = [
     "lookup_model",
     "provider_names",
     "spec_problem",
+    "wire_name",
 ]

@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING, Any, cast
 from runner.errors import ConfigError
 from runner.llm.base import Message, Usage
 from runner.llm.models import lookup_model
+from runner.llm.native import NativeTools
+from runner.llm.native_wire import AnthropicCalls, anthropic_messages, anthropic_tools
 from runner.llm.retry import CallError, CallTarget, Sleep
-from runner.llm.sdk_provider import SdkProvider
+from runner.llm.sdk_provider import Attempt, SdkProvider
 from runner.llm.streaming import IdleWatch, ack_promptly, estimate_usage
 from runner.settings import Settings
 
@@ -79,13 +81,13 @@ class AnthropicMessages(SdkProvider["anthropic.AsyncAnthropic"]):
         super().__init__(settings=settings, target=target, sleep=sleep, build=build)
 
     async def _attempt(
-        self, system: str, messages: Sequence[Message]
-    ) -> tuple[str, Usage, str, str]:
+        self, system: str, messages: Sequence[Message], tools: NativeTools | None = None
+    ) -> Attempt:
         import anthropic
         import httpx2
 
         try:
-            return await self._stream(system, messages)
+            return await self._stream(system, messages, tools)
         except anthropic.APIStatusError as exc:
             raise _status_error(exc) from exc
         except anthropic.APITimeoutError as exc:
@@ -100,8 +102,8 @@ class AnthropicMessages(SdkProvider["anthropic.AsyncAnthropic"]):
             raise CallError("connection", f"stream broke: {exc!r}") from exc
 
     async def _stream(
-        self, system: str, messages: Sequence[Message]
-    ) -> tuple[str, Usage, str, str]:
+        self, system: str, messages: Sequence[Message], tools: NativeTools | None
+    ) -> Attempt:
         idle_s = self._settings.retry.idle_timeout_s
         extra: dict[str, Any] = {}
         if self._settings.temperature is not None:
@@ -113,6 +115,10 @@ class AnthropicMessages(SdkProvider["anthropic.AsyncAnthropic"]):
             "cache_control": {"type": "ephemeral"},
         }
         wire = _wire_messages(messages)
+        calls = AnthropicCalls(tools) if tools is not None else None
+        if calls is not None:
+            wire = cast("list[MessageParam]", anthropic_messages(messages, calls.names))
+            extra.update(anthropic_tools(calls.tools, calls.names))
         parts: list[str] = []
         counts: dict[str, int] = {}
         stop_reason = "end_turn"
@@ -139,6 +145,8 @@ class AnthropicMessages(SdkProvider["anthropic.AsyncAnthropic"]):
                         _take_usage(counts, getattr(event.message, "usage", None))
                     elif event.type == "content_block_delta" and event.delta.type == "text_delta":
                         parts.append(event.delta.text)
+                    elif calls is not None and event.type.startswith("content_block_"):
+                        calls.feed(event)
                     elif event.type == "message_delta":
                         stop_reason = event.delta.stop_reason or stop_reason
                         _take_usage(counts, getattr(event, "usage", None))
@@ -154,15 +162,16 @@ class AnthropicMessages(SdkProvider["anthropic.AsyncAnthropic"]):
         if not finished:
             raise CallError("broken_stream", "stream ended before message_stop")
         text = "".join(parts)
+        native = calls.calls() if calls is not None else ()
         if not counts:
-            return text, estimate_usage(system, messages, text), stop_reason, model
+            return text, estimate_usage(system, messages, text), stop_reason, model, native
         usage = Usage(
             input_tokens=counts.get("input_tokens", 0),
             output_tokens=counts.get("output_tokens", 0),
             cache_read_tokens=counts.get("cache_read_input_tokens", 0),
             cache_write_tokens=counts.get("cache_creation_input_tokens", 0),
         )
-        return text, usage, stop_reason, model
+        return text, usage, stop_reason, model, native
 
 
 def create(model: str, settings: Settings) -> AnthropicMessages:

@@ -14,7 +14,7 @@ from typing import Any
 
 from runner import __version__
 from runner.errors import ExitCode, McpServerError, ProviderError, RunnerError
-from runner.llm import LLM, Message, Usage, cost_usd
+from runner.llm import LLM, Message, NativeResult, Usage, cost_usd
 from runner.mcp import McpHub, McpLimits
 from runner.outcome import Status, TaskOutcome, Totals
 from runner.redact import Redactor
@@ -27,6 +27,12 @@ from runner.run.features import end_hooks, guarded, start_hooks, task_skills, to
 from runner.run.hooks import HookRunner
 from runner.run.judge import judge_completion
 from runner.run.loop import AgentGaveUp, Completion, run_loop
+from runner.run.native_turn import (
+    ANSWERED,
+    answer_open_calls,
+    native_fields,
+    native_model,
+)
 from runner.run.replybounds import ReplyBounds
 from runner.run.requirements import GitState, git_state
 from runner.run.session_tools import check_tool_patterns, task_system_prompt
@@ -72,6 +78,8 @@ class ResumePoint:
     """What the parent spent: limits are cumulative across resumes."""
     expected_tools: tuple[str, ...] = ()
     """The parent's tool names, to warn when the tools drifted."""
+    results: tuple[NativeResult, ...] = ()
+    """Native mode: results the appended message owes the parent's last calls."""
 
 
 @dataclass
@@ -292,6 +300,7 @@ def _open_log(
         "checkout": checkout_record(task.file, task.workdir, Path.cwd()),
         "model": f"{llm.provider}:{llm.model}",
         "system_prompt": system,
+        "tool_mode": "native" if task.spec.tool_mode == "native" else "xml",
         "tools": [
             {
                 "name": t.name,
@@ -321,6 +330,7 @@ async def _converse(
     log = state.log
     assert log is not None
     info = llm.info
+    llm, native = native_model(task, llm, tools)  # tool_mode native: requests carry the tools
 
     def cost_of(usage: Usage) -> float:
         return cost_usd(usage, info)
@@ -330,12 +340,11 @@ async def _converse(
         messages = [Message("user", task.prompt + opening)]
         log.message("user", task.prompt + opening, 0)
     else:
-        log.resume(
-            resume.parent_id, [{"role": m.role, "content": m.content} for m in resume.messages]
-        )
-        messages = [*resume.messages, Message("user", resume.message + opening)]
+        log.resume(resume.parent_id, [m.record() for m in resume.messages])
+        first = Message("user", resume.message + opening, results=resume.results)
+        messages = [*resume.messages, first]
         # Turns continue from the parent's: the new message belongs to its last turn.
-        log.message("user", resume.message + opening, state.budget.turns)
+        log.message("user", first.content, state.budget.turns, **native_fields(first))
     compactor = Compactor(
         llm=llm,
         system=system,
@@ -373,6 +382,7 @@ async def _converse(
                     bounds=ReplyBounds(
                         ctx.settings.max_tool_calls_per_reply, ctx.settings.max_turn_results_chars
                     ),
+                    native=native,
                 )
                 if state.completion.status == "failure":
                     return "failed", "agent", "the agent reported failure"
@@ -394,8 +404,9 @@ async def _converse(
                 if attempts_left <= 0 or verdict.kind == "requirement":
                     return "failed", verdict.kind, verdict.reason
                 attempts_left -= 1
-                messages.append(Message("user", verdict.feedback))
-                log.message("user", verdict.feedback, state.budget.turns)
+                retry = answer_open_calls(messages, verdict.feedback, ANSWERED)
+                messages.append(retry)
+                log.message("user", retry.content, state.budget.turns, **native_fields(retry))
     except TimeoutError:
         if not scope.expired():
             raise
