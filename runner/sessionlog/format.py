@@ -211,7 +211,8 @@ class Header:
             "system_prompt": self.system_prompt,
             "system_prompt_sha256": "",
             "tools": [_tool_dict(t) for t in self.tools],
-            "tool_mode": self.tool_mode,
+            # Written for native sessions only: a log without it is xml, as older logs are.
+            **({"tool_mode": self.tool_mode} if self.tool_mode != "xml" else {}),
             "host": dict(self.host),
             "started_at": self.started_at,
             **(

@@ -214,7 +214,13 @@ def start(
         server = FakeModelServer(scenario.steps, default=scenario.default).start()
     env = clean_env(
         root,
-        {"OPENAI_BASE_URL": server.openai_base_url, "OPENAI_API_KEY": API_KEY, **scenario.env},
+        {
+            "OPENAI_BASE_URL": server.openai_base_url,
+            "OPENAI_API_KEY": API_KEY,
+            # Used only by tasks on an anthropic model, which also need ANTHROPIC_API_KEY.
+            "ANTHROPIC_BASE_URL": server.anthropic_base_url,
+            **scenario.env,
+        },
     )
     args = scenario.args if scenario.args is not None else default_args()
     with (

@@ -1,0 +1,214 @@
+"""`tool_mode: native` through the CLI against the fake model server, in both wire formats: the
+tools go out as OpenAI function tools and Anthropic tools, the calls come back streamed, their
+results go back by id, the log keeps the ids, and a malformed call or a mapped name is handled.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runner.llm import wire_name
+from tests.e2e.conftest import API_KEY, Done, Scenario, log_schema_errors, run_all
+from tests.fakes.mcp_test_server import SCRIPT as PROBE_SERVER
+from tests.fakes.model_server import Step, reply
+from tests.fakes.native_wire import call
+
+WIRES = ("openai", "anthropic")
+MODELS = {"openai": "openai:gpt-4.1", "anthropic": "anthropic:claude-sonnet-4-5"}
+DOTTED = "notes.echo"
+
+
+def native(*calls: Any, text: str = "") -> Step:
+    """A reply whose native tool calls are `calls` (FakeCall)."""
+    return reply(text, tool_calls=tuple(calls))
+
+
+def done(result: str = "done") -> Step:
+    return native(call("attempt_completion", {"result": result, "status": "success"}))
+
+
+def scenario(wire: str, steps: list[Step], *more: str, **task: Any) -> Scenario:
+    env = {"ANTHROPIC_API_KEY": API_KEY} if wire == "anthropic" else {}
+    return Scenario(
+        task={"tool_mode": "native", "prompt": "Copy in.txt to out.txt.", **task},
+        steps=steps,
+        files={"in.txt": "hello\n"},
+        args=["run", "t.yaml", "--model", MODELS[wire], "--out", "OUT", *more],
+        env=env,
+    )
+
+
+SCENARIOS: dict[str, Any] = {}
+for _wire in WIRES:
+    SCENARIOS[f"{_wire}-copy"] = (
+        _wire,
+        [
+            native(call("read_file", {"path": "in.txt"}), text="Reading first."),
+            native(call("write_to_file", {"path": "out.txt", "content": "hello\n"})),
+            done("copied"),
+        ],
+        (),
+        {},
+    )
+    SCENARIOS[f"{_wire}-malformed"] = (
+        _wire,
+        [native(call("write_to_file", '{"path": "out.txt", "content": "hel')), done("gave up")],
+        (),
+        {},
+    )
+    SCENARIOS[f"{_wire}-dotted"] = (
+        _wire,
+        [
+            native(call(wire_name(DOTTED), {"text": "round trip"})),
+            done("echoed"),
+        ],
+        (),
+        {
+            "extensions": {
+                "probe": {"cmd": sys.executable, "args": [str(PROBE_SERVER), "--dotted-tool"]}
+            }
+        },
+    )
+    SCENARIOS[f"{_wire}-cli"] = (
+        _wire,
+        [native(call("read_file", {"path": "in.txt"})), done("via flag")],
+        ("--tool-mode", "native"),
+        {"tool_mode": "xml"},
+    )
+
+
+@pytest.fixture(scope="module")
+def runs(module_dir: Path) -> dict[str, Done]:
+    scenarios = {
+        name: scenario(wire, steps, *more, **task)
+        for name, (wire, steps, more, task) in SCENARIOS.items()
+    }
+    return run_all(scenarios, module_dir)
+
+
+def bodies(run: Done) -> list[dict[str, Any]]:
+    return [r.body for r in run.requests if r.wire in WIRES]
+
+
+def tool_names(body: dict[str, Any], wire: str) -> list[str]:
+    if wire == "openai":
+        return [t["function"]["name"] for t in body["tools"]]
+    return [t["name"] for t in body["tools"]]
+
+
+def results_sent(body: dict[str, Any], wire: str) -> list[dict[str, Any]]:
+    """The tool results of the request's last message(s), as {id, content, is_error}."""
+    if wire == "openai":
+        return [
+            {"id": m["tool_call_id"], "content": m["content"]}
+            for m in body["messages"]
+            if m["role"] == "tool"
+        ]
+    last = body["messages"][-1]
+    return [
+        {"id": b["tool_use_id"], "content": b["content"], "is_error": b.get("is_error", False)}
+        for b in last["content"]
+        if isinstance(b, dict) and b.get("type") == "tool_result"
+    ]
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_a_native_session_reads_writes_and_completes_through_the_tool(
+    runs: dict[str, Done], wire: str
+) -> None:
+    run = runs[f"{wire}-copy"]
+    assert run.code == 0, run.explain()
+    assert run.task()["status"] == "passed" and run.task()["result"] == "copied"
+    assert (run.root / "w" / "out.txt").read_text(encoding="utf-8") == "hello\n"
+    first = bodies(run)[0]
+    names = tool_names(first, wire)
+    assert "read_file" in names and names[-1] == "attempt_completion"
+    assert first["tool_choice"] == ("auto" if wire == "openai" else {"type": "auto"})
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_results_go_back_under_the_ids_of_their_calls(runs: dict[str, Done], wire: str) -> None:
+    run = runs[f"{wire}-copy"]
+    second = bodies(run)[1]
+    (result,) = results_sent(second, wire)
+    expected_id = "call_0" if wire == "openai" else "toolu_0"
+    assert result["id"] == expected_id and "hello" in result["content"]
+    assistant = [m for m in second["messages"] if m["role"] == "assistant"][-1]
+    if wire == "openai":
+        assert assistant["tool_calls"][0]["id"] == expected_id
+        assert assistant["content"] == "Reading first."
+    else:
+        kinds = [b["type"] for b in assistant["content"]]
+        assert kinds == ["text", "tool_use"] and assistant["content"][1]["id"] == expected_id
+        assert assistant["content"][1]["input"] == {"path": "in.txt"}
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_the_native_prompt_says_nothing_about_xml(runs: dict[str, Done], wire: str) -> None:
+    first = bodies(runs[f"{wire}-copy"])[0]
+    system = first["messages"][0]["content"] if wire == "openai" else first["system"][0]["text"]
+    assert "# TOOL USE" in system and "tool-calling interface" in system
+    assert "XML" not in system and "<read_file>" not in system and "# TOOLS\n" not in system
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_the_log_records_native_calls_with_their_ids(runs: dict[str, Done], wire: str) -> None:
+    run = runs[f"{wire}-copy"]
+    record = run.log()
+    assert record.header["tool_mode"] == "native"
+    calls = run.events("tool_call")
+    assert [(c["tool"], c["call_id"]) for c in calls] == [
+        ("read_file", "call_0" if wire == "openai" else "toolu_0"),
+        ("write_to_file", "call_0" if wire == "openai" else "toolu_0"),
+    ]
+    assistant = [m for m in run.events("message") if m["role"] == "assistant"]
+    assert assistant[0]["tool_calls"][0]["name"] == "read_file"
+    results = [m for m in run.events("message") if m.get("tool_results")]
+    assert results[0]["tool_results"][0]["id"] == calls[0]["call_id"]
+    assert log_schema_errors(record.path) == []
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_malformed_json_arguments_become_an_error_naming_the_tool(
+    runs: dict[str, Done], wire: str
+) -> None:
+    run = runs[f"{wire}-malformed"]
+    assert run.code == 0, run.explain()
+    assert not (run.root / "w" / "out.txt").exists()
+    (result,) = results_sent(bodies(run)[1], wire)
+    assert "The write_to_file call was not run" in result["content"]
+    assert "not valid JSON" in result["content"]
+    if wire == "anthropic":
+        assert result["is_error"] is True
+    assert run.events("tool_call") == []
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_a_name_the_provider_refuses_is_mapped_and_mapped_back(
+    runs: dict[str, Done], wire: str
+) -> None:
+    run = runs[f"{wire}-dotted"]
+    assert run.code == 0, run.explain()
+    sent = tool_names(bodies(run)[0], wire)
+    assert DOTTED not in sent and wire_name(DOTTED) in sent
+    assert all(
+        len(name) <= 64 and name.replace("_", "a").replace("-", "a").isalnum() for name in sent
+    )
+    (event,) = run.events("tool_call")
+    assert event["tool"] == DOTTED and "round trip" in event["result"]
+    # The history names the call by its wire name again.
+    second = json.dumps(bodies(run)[1]["messages"])
+    assert wire_name(DOTTED) in second
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_tool_mode_on_the_command_line_overrides_the_task(runs: dict[str, Done], wire: str) -> None:
+    run = runs[f"{wire}-cli"]
+    assert run.code == 0, run.explain()
+    assert run.task()["result"] == "via flag"
+    assert "tools" in bodies(run)[0]
