@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from runner.llm import wire_name
-from tests.e2e.conftest import API_KEY, Done, Scenario, log_schema_errors, run_all
+from tests.e2e.conftest import API_KEY, Done, Scenario, complete, log_schema_errors, run_all
 from tests.fakes.mcp_test_server import SCRIPT as PROBE_SERVER
 from tests.fakes.model_server import Step, reply
 from tests.fakes.native_wire import call
@@ -80,6 +80,20 @@ for _wire in WIRES:
         ("--tool-mode", "native"),
         {"tool_mode": "xml"},
     )
+
+    SCENARIOS[f"{_wire}-winddown"] = (
+        _wire,
+        [native(call("read_file", {"path": "in.txt"})), reply("My final report.")],
+        (),
+        {"limits": {"max_turns": 1}},
+    )
+SCENARIOS["auto-known"] = ("openai", [done("auto native")], (), {"tool_mode": "auto"})
+SCENARIOS["auto-unknown"] = (
+    "openai",
+    [complete("auto xml")],
+    ("--model", "openai:a-local-model"),
+    {"tool_mode": "auto"},
+)
 
 
 @pytest.fixture(scope="module")
@@ -212,3 +226,29 @@ def test_tool_mode_on_the_command_line_overrides_the_task(runs: dict[str, Done],
     assert run.code == 0, run.explain()
     assert run.task()["result"] == "via flag"
     assert "tools" in bodies(run)[0]
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_the_final_report_at_a_limit_offers_no_tool_call(runs: dict[str, Done], wire: str) -> None:
+    run = runs[f"{wire}-winddown"]
+    assert run.task()["status"] == "budget_exceeded", run.explain()
+    assert run.task()["result"] == "My final report."
+    last = bodies(run)[-1]
+    # The tools are still described (the history calls them), but none may be called.
+    assert "read_file" in tool_names(last, wire)
+    assert last["tool_choice"] == ("none" if wire == "openai" else {"type": "none"})
+    (result,) = results_sent(last, wire)
+    assert "hello" in result["content"]
+
+
+def test_auto_picks_native_for_a_model_the_table_knows(runs: dict[str, Done]) -> None:
+    run = runs["auto-known"]
+    assert run.code == 0, run.explain()
+    assert run.log().header["tool_mode"] == "native" and "tools" in bodies(run)[0]
+
+
+def test_auto_stays_xml_for_a_model_the_table_does_not_know(runs: dict[str, Done]) -> None:
+    run = runs["auto-unknown"]
+    assert run.code == 0, run.explain()
+    assert run.task()["result"] == "auto xml"
+    assert "tool_mode" not in run.log().header and "tools" not in bodies(run)[0]
