@@ -83,6 +83,8 @@ class Scenario:
     """What the server plays once the script is used up."""
     extra_files: Mapping[str, str] = field(default_factory=dict)
     """Files of the scenario folder itself (config files, more task files)."""
+    routes: Mapping[str, Sequence[Step]] = field(default_factory=dict)
+    """The fake server's scripts by a marker of the first user message (see FakeModelServer)."""
 
 
 @dataclass
@@ -211,7 +213,9 @@ def start(
     """
     prepare(scenario, root)
     if server is None:
-        server = FakeModelServer(scenario.steps, default=scenario.default).start()
+        server = FakeModelServer(
+            scenario.steps, default=scenario.default, routes=dict(scenario.routes)
+        ).start()
     env = clean_env(
         root,
         {

@@ -87,6 +87,25 @@ for _wire in WIRES:
         (),
         {"limits": {"max_turns": 1}},
     )
+SCENARIOS["agents"] = (
+    "anthropic",
+    [
+        native(call("execute_command", {"command": "rm -rf nothing"})),
+        native(call("sub_agent", {"agent": "writer", "task": "W-TASK: write notes.md"})),
+        done("agent reported"),
+    ],
+    (),
+    {
+        "permissions": {"deny": ["execute_command(rm*)"]},
+        "agents": {
+            "writer": {
+                "description": "Writes one file.",
+                "prompt": "You write files.",
+                "tools": {"allow": ["write_to_file"]},
+            }
+        },
+    },
+)
 SCENARIOS["auto-known"] = ("openai", [done("auto native")], (), {"tool_mode": "auto"})
 SCENARIOS["auto-unknown"] = (
     "openai",
@@ -101,6 +120,12 @@ def runs(module_dir: Path) -> dict[str, Done]:
     scenarios = {
         name: scenario(wire, steps, *more, **task)
         for name, (wire, steps, more, task) in SCENARIOS.items()
+    }
+    scenarios["agents"].routes = {
+        "W-TASK": [
+            native(call("write_to_file", {"path": "notes.md", "content": "hello"})),
+            done("wrote notes.md"),
+        ]
     }
     return run_all(scenarios, module_dir)
 
@@ -252,3 +277,32 @@ def test_auto_stays_xml_for_a_model_the_table_does_not_know(runs: dict[str, Done
     assert run.code == 0, run.explain()
     assert run.task()["result"] == "auto xml"
     assert "tool_mode" not in run.log().header and "tools" not in bodies(run)[0]
+
+
+def test_log_show_shows_the_completion_and_the_calls_that_did_not_run(
+    runs: dict[str, Done],
+) -> None:
+    from runner.sessionlog import show_text
+
+    assert '[call attempt_completion] {"result": "copied"' in show_text(
+        runs["openai-copy"].log().path
+    )
+    shown = show_text(runs["anthropic-malformed"].log().path)
+    assert "The write_to_file call was not run" in shown and "not valid JSON" in shown
+
+
+def test_permissions_and_sub_agents_work_in_native_mode(runs: dict[str, Done]) -> None:
+    run = runs["agents"]
+    assert run.code == 0, run.explain()
+    assert run.task()["result"] == "agent reported"
+    assert (run.root / "w" / "notes.md").read_text(encoding="utf-8") == "hello"
+    parent = next(r for r in run.logs() if not r.header.get("parent_session_id"))
+    (child,) = [r for r in run.logs() if r.header.get("parent_session_id")]
+    assert child.header["tool_mode"] == "native"
+    denied, agent = [e for e in parent.events if e["type"] == "tool_call"]
+    assert denied["is_error"] and "denied by the permission rule" in denied["result"]
+    assert agent["child_session_id"] == child.session_id and agent["call_id"] == "toolu_0"
+    (result,) = results_sent(bodies(run)[1], "anthropic")
+    assert result["id"] == "toolu_0" and result["is_error"] is True
+    child_request = next(b for b in bodies(run) if "W-TASK" in json.dumps(b["messages"][0]))
+    assert tool_names(child_request, "anthropic") == ["write_to_file", "attempt_completion"]
