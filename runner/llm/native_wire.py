@@ -100,34 +100,41 @@ def openai_messages(
 
 
 def anthropic_messages(messages: Sequence[Message], names: ToolNames) -> list[dict[str, Any]]:
-    """Each message; calls become `tool_use` blocks, results `tool_result` blocks."""
+    """Each message; calls become `tool_use` blocks, results `tool_result` blocks. Consecutive
+    messages of one role (a notice after tool results) become one, as the API expects."""
     wire: list[dict[str, Any]] = []
     for message in messages:
-        if not message.calls and not message.results:
-            wire.append(message.wire)
-            continue
-        blocks: list[dict[str, Any]] = [
-            {
-                "type": "tool_result",
-                "tool_use_id": result.id,
-                "content": _text(result),
-                **({"is_error": True} if result.is_error else {}),
-            }
-            for result in message.results
-        ]
-        if message.content:
-            blocks.append({"type": "text", "text": message.content})
-        blocks += [
-            {
-                "type": "tool_use",
-                "id": call.id,
-                "name": names.wire(call.name),
-                "input": _input(call.arguments),
-            }
-            for call in message.calls
-        ]
-        wire.append({"role": message.role, "content": blocks})
+        blocks = _anthropic_blocks(message, names)
+        if wire and wire[-1]["role"] == message.role:
+            wire[-1]["content"] = [*wire[-1]["content"], *blocks]
+        else:
+            wire.append({"role": message.role, "content": blocks})
     return wire
+
+
+def _anthropic_blocks(message: Message, names: ToolNames) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = [
+        {
+            "type": "tool_result",
+            "tool_use_id": result.id,
+            "content": _text(result),
+            **({"is_error": True} if result.is_error else {}),
+        }
+        for result in message.results
+    ]
+    # The API refuses empty text blocks, and messages with no content at all.
+    if message.content or not (message.calls or message.results):
+        blocks.append({"type": "text", "text": message.content or "(no text)"})
+    blocks += [
+        {
+            "type": "tool_use",
+            "id": call.id,
+            "name": names.wire(call.name),
+            "input": _input(call.arguments),
+        }
+        for call in message.calls
+    ]
+    return blocks
 
 
 def _text(result: Any) -> str:
@@ -146,6 +153,20 @@ def _input(arguments: str) -> dict[str, Any]:
 
 def _new_id() -> str:
     return "call_" + secrets.token_hex(12)
+
+
+def _assembled(partials: dict[int, _Partial], names: ToolNames) -> tuple[NativeCall, ...]:
+    """The calls in index order, each with an id of its own: a missing or repeated id (some
+    local servers send none, or the same for every call) gets a new one, since results are
+    matched to calls by id."""
+    seen: set[str] = set()
+    calls = []
+    for _, partial in sorted(partials.items()):
+        call_id = partial.id if partial.id and partial.id not in seen else _new_id()
+        seen.add(call_id)
+        arguments = "".join(partial.arguments) or "{}"
+        calls.append(NativeCall(call_id, names.runner(partial.name), arguments))
+    return tuple(calls)
 
 
 @dataclass
@@ -181,10 +202,7 @@ class OpenAICalls:
                 partial.arguments.append(piece)
 
     def calls(self) -> tuple[NativeCall, ...]:
-        return tuple(
-            NativeCall(p.id or _new_id(), self.names.runner(p.name), "".join(p.arguments) or "{}")
-            for _, p in sorted(self._calls.items())
-        )
+        return _assembled(self._calls, self.names)
 
 
 class AnthropicCalls:
@@ -206,7 +224,4 @@ class AnthropicCalls:
             partial.arguments.append(delta.partial_json or "")
 
     def calls(self) -> tuple[NativeCall, ...]:
-        return tuple(
-            NativeCall(p.id or _new_id(), self.names.runner(p.name), "".join(p.arguments) or "{}")
-            for _, p in sorted(self._calls.items())
-        )
+        return _assembled(self._calls, self.names)

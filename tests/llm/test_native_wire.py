@@ -105,7 +105,7 @@ def test_openai_history_has_tool_calls_then_tool_messages_then_the_text() -> Non
 
 def test_anthropic_history_has_blocks_with_ids_and_an_object_for_malformed_arguments() -> None:
     wire = anthropic_messages(HISTORY, TOOLS.names())
-    assert wire[0] == {"role": "user", "content": "task"}
+    assert wire[0] == {"role": "user", "content": [{"type": "text", "text": "task"}]}
     assert wire[1]["content"] == [
         {"type": "text", "text": "thinking"},
         {"type": "tool_use", "id": "c1", "name": wire_name("fs.read"), "input": {"path": "a"}},
@@ -126,3 +126,31 @@ def test_a_message_record_round_trips_with_its_calls_and_results() -> None:
 def test_plain_folds_results_into_text() -> None:
     plain = HISTORY[2].plain()
     assert plain.results == () and plain.content == "[fs.read] Error:\ntext\n\nnote"
+
+
+def test_anthropic_merges_consecutive_messages_of_one_role_and_never_sends_empty_text() -> None:
+    results = (NativeResult("c1", "fs.read", "text"),)
+    history = [
+        Message("user", "task"),
+        Message("assistant", "", HISTORY[1].calls),
+        Message("user", "", results=results),
+        Message("user", "limit reached"),
+        Message("assistant", ""),
+    ]
+    wire = anthropic_messages(history, TOOLS.names())
+    assert [m["role"] for m in wire] == ["user", "assistant", "user", "assistant"]
+    assert [b["type"] for b in wire[1]["content"]] == ["tool_use"]
+    assert [b["type"] for b in wire[2]["content"]] == ["tool_result", "text"]
+    assert wire[3]["content"] == [{"type": "text", "text": "(no text)"}]
+
+
+def test_repeated_ids_from_a_server_are_made_unique() -> None:
+    calls = OpenAICalls(TOOLS)
+    calls.feed(
+        [
+            NS(index=0, id="same", function=NS(name="ok_name", arguments="{}")),
+            NS(index=1, id="same", function=NS(name="ok_name", arguments="{}")),
+        ]
+    )
+    first, second = calls.calls()
+    assert first.id == "same" and second.id != "same" and second.id.startswith("call_")
