@@ -13,7 +13,15 @@ from typing import Any
 import pytest
 
 from runner.llm import wire_name
-from tests.e2e.conftest import API_KEY, Done, Scenario, complete, log_schema_errors, run_all
+from tests.e2e.conftest import (
+    API_KEY,
+    NO_WORKSPACE,
+    Done,
+    Scenario,
+    complete,
+    log_schema_errors,
+    run_all,
+)
 from tests.fakes.mcp_test_server import SCRIPT as PROBE_SERVER
 from tests.fakes.model_server import Step, reply
 from tests.fakes.native_wire import call
@@ -21,6 +29,7 @@ from tests.fakes.native_wire import call
 WIRES = ("openai", "anthropic")
 MODELS = {"openai": "openai:gpt-4.1", "anthropic": "anthropic:claude-sonnet-4-5"}
 DOTTED = "notes.echo"
+BATCH = 4
 
 
 def native(*calls: Any, text: str = "") -> Step:
@@ -45,6 +54,7 @@ def scenario(wire: str, steps: list[Step], *more: str, **task: Any) -> Scenario:
 
 SCENARIOS: dict[str, Any] = {}
 for _wire in WIRES:
+    # OpenAI's task says xml and `--tool-mode native` overrides it; Anthropic's says native.
     SCENARIOS[f"{_wire}-copy"] = (
         _wire,
         [
@@ -52,8 +62,8 @@ for _wire in WIRES:
             native(call("write_to_file", {"path": "out.txt", "content": "hello\n"})),
             done("copied"),
         ],
-        (),
-        {},
+        ("--tool-mode", "native") if _wire == "openai" else (),
+        {"tool_mode": "xml"} if _wire == "openai" else {},
     )
     SCENARIOS[f"{_wire}-malformed"] = (
         _wire,
@@ -70,17 +80,11 @@ for _wire in WIRES:
         (),
         {
             "extensions": {
-                "probe": {"cmd": sys.executable, "args": [str(PROBE_SERVER), "--dotted-tool"]}
+                "workspace": {"enabled": False},
+                "probe": {"cmd": sys.executable, "args": [str(PROBE_SERVER), "--dotted-tool"]},
             }
         },
     )
-    SCENARIOS[f"{_wire}-cli"] = (
-        _wire,
-        [native(call("read_file", {"path": "in.txt"})), done("via flag")],
-        ("--tool-mode", "native"),
-        {"tool_mode": "xml"},
-    )
-
     SCENARIOS[f"{_wire}-winddown"] = (
         _wire,
         [native(call("read_file", {"path": "in.txt"})), reply("My final report.")],
@@ -106,12 +110,17 @@ SCENARIOS["agents"] = (
         },
     },
 )
-SCENARIOS["auto-known"] = ("openai", [done("auto native")], (), {"tool_mode": "auto"})
+SCENARIOS["auto-known"] = (
+    "openai",
+    [done("auto native")],
+    (),
+    {"tool_mode": "auto", **NO_WORKSPACE},
+)
 SCENARIOS["auto-unknown"] = (
     "openai",
     [complete("auto xml")],
     ("--model", "openai:a-local-model"),
-    {"tool_mode": "auto"},
+    {"tool_mode": "auto", **NO_WORKSPACE},
 )
 
 
@@ -127,7 +136,12 @@ def runs(module_dir: Path) -> dict[str, Done]:
             done("wrote notes.md"),
         ]
     }
-    return run_all(scenarios, module_dir)
+    # In batches: eleven runs at once on a busy 2-core machine pass the per-run time bound.
+    names, finished = list(scenarios), {}
+    for start in range(0, len(names), BATCH):
+        batch = {name: scenarios[name] for name in names[start : start + BATCH]}
+        finished.update(run_all(batch, module_dir))
+    return finished
 
 
 def bodies(run: Done) -> list[dict[str, Any]]:
@@ -245,11 +259,9 @@ def test_a_name_the_provider_refuses_is_mapped_and_mapped_back(
     assert wire_name(DOTTED) in second
 
 
-@pytest.mark.parametrize("wire", WIRES)
-def test_tool_mode_on_the_command_line_overrides_the_task(runs: dict[str, Done], wire: str) -> None:
-    run = runs[f"{wire}-cli"]
-    assert run.code == 0, run.explain()
-    assert run.task()["result"] == "via flag"
+def test_tool_mode_on_the_command_line_overrides_the_task(runs: dict[str, Done]) -> None:
+    run = runs["openai-copy"]  # its task says tool_mode: xml
+    assert run.log().header["task"]["tool_mode"] == "native"
     assert "tools" in bodies(run)[0]
 
 
