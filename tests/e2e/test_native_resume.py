@@ -24,7 +24,7 @@ from tests.e2e.conftest import (
     wait_until,
 )
 from tests.e2e.test_native_tools import MODELS, WIRES, done, native
-from tests.fakes.model_server import FakeModelServer, fault
+from tests.fakes.model_server import FakeModelServer, fault, reply
 from tests.fakes.native_wire import call
 
 COUNT_RUN = "echo ran >> ran.txt"
@@ -178,3 +178,29 @@ def test_a_native_log_replays(module_dir: Path, wire: str) -> None:
         ("write_to_file", "call_0" if wire == "openai" else "toolu_0")
     ]
     assert again.requests == []
+
+
+def test_a_forced_compaction_keeps_every_native_result_next_to_its_call(module_dir: Path) -> None:
+    files = {f"{name}.txt": f"{name}: a file of some length\n" * 16 for name in "abc"}
+    steps = [
+        *(native(call("read_file", {"path": f"{name}.txt"}), text="Next file.") for name in "abc"),
+        fault("context_length"),
+        reply("Summary: files a, b and c were read."),  # the forced summary
+        done("read them all"),  # the one retry
+    ]
+    run = run_one(
+        Scenario(**{**scenario("anthropic").__dict__, "steps": steps, "files": files}),
+        module_dir / "compaction",
+    )
+    assert run.code == 0, run.explain()
+    assert [e["kind"] for e in run.events("compaction")] == ["summary"]
+    retried = run.requests[5].body
+    assert "tools" in retried
+    called: set[str] = set()
+    for message in retried["messages"]:
+        for block in message["content"]:
+            if block["type"] == "tool_use":
+                called.add(block["id"])
+            if block["type"] == "tool_result":
+                assert block["tool_use_id"] in called, "a result whose call was summarised away"
+    assert log_schema_errors(run.log().path) == []
