@@ -1,6 +1,8 @@
 """Model providers behind one interface (DESIGN section 6).
 
 Importing this package imports no SDK: `create_llm` imports the chosen provider's module.
+`native` holds native tool calls and results and the reversible mapping of tool names;
+`native_wire` puts them on OpenAI's and Anthropic's wire (DESIGN section 16).
 """
 
 from __future__ import annotations

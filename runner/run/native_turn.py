@@ -33,7 +33,6 @@ __all__ = [
     "native_model",
     "native_tools_for",
     "results_message",
-    "supports_native",
     "task_in_mode",
     "with_tool_mode",
 ]
@@ -46,12 +45,6 @@ NOT_RUN = (
 INTERRUPTED = "Not run: the session stopped before this call ran (it was cut off or ended)."
 ANSWERED = "Received; the answer follows."
 CLEARED_RESULT = "[Tool results of this turn were cleared to save context.]"
-
-
-def supports_native(llm: LLM) -> bool:
-    """Whether the provider takes native tools and the model table does not say otherwise."""
-    info: ModelInfo | None = llm.info
-    return bool(getattr(llm, "native_tools", False)) and (info is None or info.native_tools)
 
 
 def _auto(llm: LLM) -> ToolMode:
