@@ -198,6 +198,8 @@ class OpenAICalls:
             if name and name != partial.name:
                 partial.name += name
             piece = getattr(function, "arguments", None)
+            if piece and not isinstance(piece, str):
+                piece = json.dumps(piece)  # some compatible servers send an object, not its JSON
             if piece:
                 partial.arguments.append(piece)
 

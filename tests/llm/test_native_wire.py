@@ -154,3 +154,9 @@ def test_repeated_ids_from_a_server_are_made_unique() -> None:
     )
     first, second = calls.calls()
     assert first.id == "same" and second.id != "same" and second.id.startswith("call_")
+
+
+def test_arguments_sent_as_an_object_by_a_compatible_server_become_json() -> None:
+    calls = OpenAICalls(TOOLS)
+    calls.feed([NS(index=0, id="a", function=NS(name="ok_name", arguments={"x": 1}))])
+    assert calls.calls()[0].arguments == '{"x": 1}'
