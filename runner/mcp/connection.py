@@ -33,6 +33,7 @@ from runner.mcp.results import CONNECTION_CLOSED, REQUEST_TIMEOUT, render_error,
 from runner.mcp.stdio import stdio_transport
 from runner.redact import Redactor
 from runner.toolcall import ToolResult, ToolSpec
+from runner.workspace import TRACE_ENV
 
 __all__ = ["Connection"]
 
@@ -236,7 +237,8 @@ class Connection:
         params = StdioServerParameters(
             command=cfg.cmd,
             args=list(cfg.args),
-            env=server_env(self._base_env, cfg.envs),
+            # A traced run's TRACEPARENT (of the task's span), under what the task itself sets.
+            env={**(TRACE_ENV.get() or {}), **server_env(self._base_env, cfg.envs)},
             cwd=self._workdir,
         )
         return stdio_transport(

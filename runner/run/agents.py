@@ -23,6 +23,7 @@ from runner.mcp import ToolPolicy, policy_allows
 from runner.redact import Redactor
 from runner.run.batch import Concurrency
 from runner.run.budget import Budget, RunBudget
+from runner.run.tracing import traced_agent
 from runner.sessionlog import SessionLogWriter
 from runner.settings import Settings
 from runner.task import AgentSpec, Task, agent_tool_problems
@@ -196,8 +197,9 @@ class AgentTools:
         from runner.run.child import run_child
 
         async with self._gate:
-            return await run_child(
-                self, agent_name, agent, str(arguments.get("task", "")), index=index
+            task = str(arguments.get("task", ""))
+            return await traced_agent(
+                agent_name, run_child(self, agent_name, agent, task, index=index)
             )
 
     def _next_index(self) -> int:

@@ -42,6 +42,7 @@ from runner.run.agents import close_agent_models
 from runner.run.commands import check_sections, load_selected_tasks
 from runner.run.native_turn import with_tool_mode
 from runner.run.session import ResumePoint, RunContext, run_task
+from runner.run.tracing import abandon_traces, annotate_run, traced_run, traced_task
 from runner.run.watchdog import Watchdog
 from runner.settings import Settings, environ
 from runner.task import Task
@@ -153,8 +154,11 @@ def run_tasks(
 def execute(jobs: list[Job], settings: Settings, options: RunOptions) -> int:
     """Run the jobs, write the reports, return the run's exit code."""
     codes = {signal.SIGINT: ExitCode.SIGINT, signal.SIGTERM: ExitCode.SIGTERM}
-    with Watchdog(settings.shutdown_grace_s, codes) as watchdog:
-        return _execute(jobs, settings, options, watchdog)
+    with (
+        Watchdog(settings.shutdown_grace_s, codes) as watchdog,
+        traced_run(environ(), len(jobs)) as trace,
+    ):
+        return trace.finish(_execute(jobs, settings, options, watchdog))
 
 
 def _execute(jobs: list[Job], settings: Settings, options: RunOptions, watchdog: Watchdog) -> int:
@@ -182,6 +186,7 @@ def _execute(jobs: list[Job], settings: Settings, options: RunOptions, watchdog:
         say=console.diagnostic,
     )
     ctx.run_budget.max_cost_usd = settings.max_cost_usd
+    annotate_run(run_id, redactor, console.diagnostic)
     results: dict[int, TaskOutcome] = {}
     watchdog.on_stuck = lambda sig: _write_stuck_reports(jobs, results, ctx, options, console, sig)
     outcomes = asyncio.run(
@@ -291,7 +296,8 @@ async def _run_all(
                     job.task.name, f"{job.llm.provider}:{job.llm.model}", redactor=ctx.redactor
                 )
             )
-            outcome = await run_task(job.task, job.llm, ctx, job.resume)
+            run = run_task(job.task, job.llm, ctx, job.resume)
+            outcome = await traced_task(job.task, job.llm, ctx.redactor, run)
             results[index] = outcome
             _report_finished(outcome, console, ctx.redactor, github, options.verbose)
             if options.fail_fast and outcome.status != "passed":
@@ -395,6 +401,7 @@ def _write_stuck_reports(
         junit_path=junit,
     )
     _write_reports(summary, junit, ctx.redactor, console)
+    abandon_traces()  # the process exits next: send what the open spans say
 
 
 async def _close_models(jobs: list[Job]) -> None:

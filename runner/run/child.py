@@ -24,6 +24,7 @@ from runner.run.compaction import Compactor
 from runner.run.loop import AgentGaveUp, run_loop
 from runner.run.native_turn import NativeModel, native_tools_for, task_in_mode
 from runner.run.session_tools import task_system_prompt
+from runner.run.tracing import traced_llm, traced_tools
 from runner.sessionlog import LogWriteError, SessionLogWriter, new_session_id
 from runner.task import AgentSpec
 from runner.toolcall import ToolResult
@@ -157,7 +158,7 @@ async def _converse(
     from runner.run.agents import agent_concurrency
 
     frame, ctx = executor.frame, executor.ctx
-    llm = child.llm = _model_for(agent, parent.llm, ctx)
+    llm = child.llm = traced_llm(_model_for(agent, parent.llm, ctx))
     offered = executor.tools()
     # The parent's tool mode, when the agent's model can call tools natively; else xml.
     native = native_tools_for(frame.task, llm, offered)
@@ -209,7 +210,7 @@ async def _converse(
                 system=system,
                 messages=[Message("user", task_text)],
                 tools=offered,
-                executor=executor,
+                executor=traced_tools(executor, [*offered, *executor.denied()]),
                 events=log,
                 budget=frame.budget,
                 compactor=Compactor(

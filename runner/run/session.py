@@ -36,6 +36,7 @@ from runner.run.native_turn import (
 from runner.run.replybounds import ReplyBounds
 from runner.run.requirements import GitState, git_state
 from runner.run.session_tools import check_tool_patterns, task_system_prompt
+from runner.run.tracing import traced_llm, traced_tools
 from runner.run.winddown import WindDown
 from runner.sessionlog import LogWriteError, SessionLogWriter
 from runner.settings import Settings
@@ -329,6 +330,7 @@ async def _converse(
 ) -> tuple[Status, str, str]:
     log = state.log
     assert log is not None
+    llm = traced_llm(llm)
     info = llm.info
     llm, native = native_model(task, llm, tools)  # tool_mode native: requests carry the tools
 
@@ -360,8 +362,9 @@ async def _converse(
     if success.require.changed_files:
         state.git_before = await git_state(task.workdir, ctx.env)
     wind_down = WindDown(state.budget, timeout)
-    executor = agent_executor(
-        state.executor or hub, task, llm, log, state.budget, ctx, state.children
+    executor = traced_tools(
+        agent_executor(state.executor or hub, task, llm, log, state.budget, ctx, state.children),
+        [*hub.tools, *tools],
     )
     try:
         async with asyncio.timeout(timeout) as scope:

@@ -16,12 +16,13 @@ from __future__ import annotations
 from runner.workspace.confined_read import DEFAULT_PROMPT_FILE_BYTES, Bounded, read_confined
 from runner.workspace.paths import Confinement, WorkspaceError
 from runner.workspace.reaper import Reaper, shared_reaper
-from runner.workspace.shell import ShellRun, run_shell
+from runner.workspace.shell import TRACE_ENV, ShellRun, run_shell
 from runner.workspace.tools import DESCRIPTIONS, WorkspaceTools, error_text
 from runner.workspace.tree import Listing, list_tree
 
 __all__ = [
     "DEFAULT_PROMPT_FILE_BYTES",
+    "TRACE_ENV",
     "Bounded",
     "DESCRIPTIONS",
     "Confinement",

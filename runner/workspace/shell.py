@@ -13,6 +13,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
@@ -20,7 +21,11 @@ from typing import IO, Any, Protocol
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
-__all__ = ["GroupWatcher", "ShellRun", "kill_group", "open_shell", "run_shell"]
+__all__ = ["TRACE_ENV", "GroupWatcher", "ShellRun", "kill_group", "open_shell", "run_shell"]
+
+TRACE_ENV: ContextVar[Mapping[str, str] | None] = ContextVar("TRACE_ENV", default=None)
+"""Variables every command started in this context gets on top of its environment: the trace
+context (`TRACEPARENT`, `TRACESTATE`) of the span it runs under, set by `runner.run.tracing`."""
 
 _DRAIN_AFTER_KILL_S = 2.0
 """How long the output pipes may stay open once the group is killed (a child that left it)."""
@@ -58,12 +63,19 @@ async def open_shell(
             stdout=stdout,
             stderr=stderr,
             cwd=cwd,
-            env=dict(env) if env is not None else None,
+            env=_with_trace(env),
             start_new_session=True,
         )
         if watcher is not None:
             watcher.watch(process.pid)
     return process
+
+
+def _with_trace(env: Mapping[str, str] | None) -> dict[str, str] | None:
+    trace = TRACE_ENV.get()
+    if not trace:
+        return dict(env) if env is not None else None
+    return {**(os.environ if env is None else env), **trace}
 
 
 def kill_group(pid: int) -> None:
