@@ -17,9 +17,10 @@ from pathlib import Path
 from benchmarks import figures
 from benchmarks.fake_latency import TimedServer
 from benchmarks.figures import Bench, Row
+from benchmarks.prompt_cache import prompt_cache
 
 SCALE = {"ms": 1000.0}
-FIGURES = ("per_turn", "cold_start", "mcp_call", "concurrency", "long_session")
+FIGURES = ("per_turn", "cold_start", "mcp_call", "concurrency", "long_session", "prompt_cache")
 
 
 def _system_prompt(scratch: Path) -> str:
@@ -41,6 +42,7 @@ def run(bench: Bench, only: list[str], sizes: list[int] | None = None) -> list[R
         "mcp_call": lambda: figures.mcp_call(bench),
         "concurrency": lambda: figures.concurrency(bench),
         "long_session": lambda: figures.long_session(bench, lambda: _system_prompt(bench.scratch)),
+        "prompt_cache": lambda: prompt_cache(bench),
     }
     for name, step in steps.items():
         if name in only:

@@ -30,8 +30,13 @@ class Totals:
 
     @property
     def tokens(self) -> int:
-        """All tokens, input and output."""
-        return self.input_tokens + self.output_tokens
+        """All tokens, input (cached or not) and output, as `limits.max_tokens` counts them."""
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + self.cache_read_tokens
+            + self.cache_write_tokens
+        )
 
     def __add__(self, other: Totals) -> Totals:
         return Totals(

@@ -139,6 +139,13 @@ class Settings(BaseSettings):
     """Base URL of the Anthropic API or a compatible proxy."""
     tool_mode: Literal["xml", "native", "auto"] | None = None
     """`--tool-mode`: overrides every task's `tool_mode` (DESIGN section 16); None keeps it."""
+    anthropic_prompt_cache: Literal["rolling", "system", "off"] = "rolling"
+    """Anthropic `cache_control` marks: `rolling` on the tools, the system prompt and the latest
+    turns (a long session reads most of its prompt from the cache); `system` on the tools and
+    system prompt only; `off` none (docs/caching-and-parallel-calls.md)."""
+    openai_prompt_cache_key: bool | None = None
+    """Send a `prompt_cache_key` stable for a session's prompt: None sends it to OpenAI's own
+    API only (other compatible servers may refuse unknown fields); true or false always/never."""
     temperature: float | None = None
     """Sampling temperature; None leaves the provider's default."""
     max_output_tokens: int = Field(8192, gt=0)
@@ -151,6 +158,8 @@ class Settings(BaseSettings):
     """Tool calls run from one model reply; the rest get one error naming this limit."""
     max_turn_results_chars: int = Field(400_000, gt=0)
     """Characters of tool results one turn sends back, all calls together."""
+    max_parallel_reads: int = Field(8, gt=0)
+    """Calls of read-only tools from one reply that run at the same time (1: one at a time)."""
     mcp_max_message_chars: int = Field(256 * 1024 * 1024, gt=0)
     """Longest JSON-RPC line a stdio MCP server may write; a longer one closes the connection
     (a 50 MB tool result is about 100 MB on the wire: the SDK sends it as text and as JSON)."""

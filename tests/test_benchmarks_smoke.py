@@ -34,6 +34,7 @@ def test_quick_benchmark_writes_every_figure(tmp_path: Path) -> None:
         "peak RSS",
         "log append",
         "prompt bytes",
+        "rolling cache",
     ):
         assert part in figures
     assert all(row["runner"] > 0 for row in report["rows"] if "growth" not in row["figure"])

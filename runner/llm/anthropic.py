@@ -1,4 +1,4 @@
-"""The `anthropic` provider: the Messages API, streamed, with the system prompt cached."""
+"""The `anthropic` provider: the Messages API, streamed, with rolling prompt-cache marks."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from runner.llm.base import Message, Usage
 from runner.llm.models import lookup_model
 from runner.llm.native import NativeTools
 from runner.llm.native_wire import AnthropicCalls, anthropic_messages, anthropic_tools
+from runner.llm.promptcache import with_breakpoints
 from runner.llm.retry import CallError, CallTarget, Sleep
 from runner.llm.sdk_provider import Attempt, SdkProvider
 from runner.llm.streaming import IdleWatch, ack_promptly, estimate_usage
@@ -109,16 +110,15 @@ class AnthropicMessages(SdkProvider["anthropic.AsyncAnthropic"]):
         if self._settings.temperature is not None:
             # The 2.x SDK has no `temperature` argument; the API still takes it.
             extra["temperature"] = self._settings.temperature
-        cached_system: TextBlockParam = {
-            "type": "text",
-            "text": system,
-            "cache_control": {"type": "ephemeral"},
-        }
-        wire = _wire_messages(messages)
+        mode = self._settings.anthropic_prompt_cache
         calls = AnthropicCalls(tools) if tools is not None else None
-        if calls is not None:
-            wire = cast("list[MessageParam]", anthropic_messages(messages, calls.names))
-            extra.update(anthropic_tools(calls.tools, calls.names))
+        offered = anthropic_tools(calls.tools, calls.names) if calls is not None else {}
+        plain = anthropic_messages(messages, calls.names) if calls is not None else None
+        cached_system, wire, marked = with_breakpoints(
+            system, plain or _wire_messages(messages), offered.get("tools", ()), mode=mode
+        )
+        if offered:  # the native tools, the last one marked for the cache
+            extra.update(offered, tools=marked)
         parts: list[str] = []
         counts: dict[str, int] = {}
         stop_reason = "end_turn"
@@ -130,8 +130,8 @@ class AnthropicMessages(SdkProvider["anthropic.AsyncAnthropic"]):
             stream = await client.messages.create(
                 model=self.model,
                 max_tokens=self._settings.max_output_tokens,
-                system=[cached_system],
-                messages=wire,
+                system=cast("list[TextBlockParam]", cached_system),
+                messages=cast("list[MessageParam]", wire),
                 stream=True,
                 extra_body=extra or None,
             )
@@ -179,8 +179,8 @@ def create(model: str, settings: Settings) -> AnthropicMessages:
     return AnthropicMessages(model, settings)
 
 
-def _wire_messages(messages: Sequence[Message]) -> list[MessageParam]:
-    return [cast("MessageParam", message.wire) for message in messages]
+def _wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    return [message.wire for message in messages]
 
 
 def _take_usage(counts: dict[str, int], usage: Any) -> None:

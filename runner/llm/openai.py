@@ -16,6 +16,7 @@ from runner.llm.base import Message, Usage
 from runner.llm.models import lookup_model
 from runner.llm.native import NativeTools
 from runner.llm.native_wire import OpenAICalls, openai_messages, openai_tools
+from runner.llm.promptcache import prompt_cache_key, sends_prompt_cache_key
 from runner.llm.retry import CallError, CallTarget, Sleep
 from runner.llm.sdk_provider import Attempt, SdkProvider
 from runner.llm.streaming import IdleWatch, ack_promptly, estimate_usage
@@ -59,6 +60,7 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
             )
         self.model = model
         self.info = lookup_model(model, settings.models)
+        self._cache_key = sends_prompt_cache_key(settings.openai_prompt_cache_key, base_url)
         target = CallTarget(
             self.provider, model, base_url or DEFAULT_BASE_URL, KEY_ENV if key else None
         )
@@ -133,6 +135,8 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
             if calls is not None:
                 body["messages"] = openai_messages(system, messages, calls.names)
                 body.update(openai_tools(calls.tools, calls.names))
+            if self._cache_key and messages:
+                body["prompt_cache_key"] = prompt_cache_key(system, messages[0].content)
             stream = await client.post(
                 "/chat/completions",
                 body=body,

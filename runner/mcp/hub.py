@@ -248,6 +248,7 @@ class McpHub:
         }
         self._tools = {}
         for conn in self._conns:
+            read_only = {tool.name for tool in conn.tools if _read_only(tool)}
             for remote, description, schema in admitted[conn.name]:
                 name = exposed_name(conn.name, remote, counts[remote] > 1)
                 spec = ToolSpec(
@@ -256,6 +257,7 @@ class McpHub:
                     input_schema=schema,
                     server=conn.name,
                     remote_name=remote if name != remote else "",
+                    read_only=remote in read_only,
                 )
                 self._tools.setdefault(spec.name, (spec, conn))
         for server, message in catalogue.warnings:
@@ -381,3 +383,12 @@ def _connection(
         limits=limits,
         on_event=on_event,
     )
+
+
+def _read_only(tool: _ListedTool) -> bool:
+    """Whether a listed tool says it changes nothing: the in-process workspace's `read_only`, or
+    an MCP tool's `readOnlyHint` annotation (trusted as the server gives it; DESIGN section 16)."""
+    own = getattr(tool, "read_only", None)
+    if isinstance(own, bool):
+        return own
+    return getattr(getattr(tool, "annotations", None), "read_only_hint", None) is True

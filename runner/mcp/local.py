@@ -33,7 +33,14 @@ from runner.mcp.launch import builtin_workspace_root, server_env
 from runner.mcp.render import EventSink, HubEvent, StartFailure, timeout_text
 from runner.settings import WorkspaceLimits
 from runner.toolcall import ToolResult, ToolSpec
-from runner.workspace import DESCRIPTIONS, WorkspaceError, WorkspaceTools, error_text, shared_reaper
+from runner.workspace import (
+    DESCRIPTIONS,
+    READ_ONLY,
+    WorkspaceError,
+    WorkspaceTools,
+    error_text,
+    shared_reaper,
+)
 
 __all__ = ["LocalConnection", "LocalTool", "local_tools"]
 
@@ -57,6 +64,8 @@ class LocalTool:
     input_schema: dict[str, Any]
     arguments: type[BaseModel]
     run: Callable[..., Awaitable[str]]
+    read_only: bool = False
+    """The tool changes nothing (the stdio server publishes it with `readOnlyHint`)."""
 
 
 def local_tools(tools: WorkspaceTools) -> list[LocalTool]:
@@ -91,6 +100,7 @@ def _local_tool(name: str, method: Callable[..., Any]) -> LocalTool:
         input_schema=schema,
         arguments=arguments,
         run=run,
+        read_only=name in READ_ONLY,
     )
 
 

@@ -43,6 +43,8 @@ def run_properties(summary: RunSummary) -> dict[str, str]:
         "tokens": str(totals.tokens),
         "input_tokens": str(totals.input_tokens),
         "output_tokens": str(totals.output_tokens),
+        "cache_read_tokens": str(totals.cache_read_tokens),
+        "cache_write_tokens": str(totals.cache_write_tokens),
         "cost_usd": f"{totals.cost_usd:.6f}",
         "duration_s": f"{totals.duration_s:.3f}",
     }
@@ -56,7 +58,8 @@ def task_facts(outcome: TaskOutcome) -> list[str]:
         *([f"kind: {outcome.kind}"] if outcome.kind else []),
         f"model: {outcome.model}",
         f"turns: {totals.turns}",
-        f"tokens: {totals.tokens} (input {totals.input_tokens}, output {totals.output_tokens})",
+        f"tokens: {totals.tokens} (input {totals.input_tokens}, output {totals.output_tokens}, "
+        f"cache read {totals.cache_read_tokens}, cache write {totals.cache_write_tokens})",
         f"cost: {format_cost(totals.cost_usd)}",
         f"duration_s: {totals.duration_s:.3f}",
         f"exit_code: {int(outcome.exit_code)}",

@@ -117,6 +117,8 @@ def _task_json(outcome: TaskOutcome) -> dict[str, Any]:
         "model": outcome.model,
         "turns": outcome.totals.turns,
         "tokens": outcome.totals.tokens,
+        "cache_read_tokens": outcome.totals.cache_read_tokens,
+        "cache_write_tokens": outcome.totals.cache_write_tokens,
         "cost_usd": outcome.totals.cost_usd,
         "duration_s": outcome.totals.duration_s,
         "session_log": display_path(outcome.session_log) if outcome.session_log else None,

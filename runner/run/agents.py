@@ -21,7 +21,7 @@ from runner.errors import ConfigError
 from runner.llm import LLM
 from runner.mcp import ToolPolicy, policy_allows
 from runner.redact import Redactor
-from runner.run.batch import Concurrency
+from runner.run.batch import Concurrency, Lane
 from runner.run.budget import Budget, RunBudget
 from runner.run.tracing import traced_agent
 from runner.sessionlog import SessionLogWriter
@@ -117,7 +117,7 @@ def agent_concurrency(task: Task) -> Concurrency:
         return Concurrency()
     # The limit is enforced by AgentTools' own gate, so that each call takes its index in the
     # reply in call order, before it waits for a free slot.
-    return Concurrency(frozenset({SUB_AGENT}), limit=sys.maxsize)
+    return Concurrency((Lane(frozenset({SUB_AGENT}), limit=sys.maxsize),))
 
 
 @dataclass

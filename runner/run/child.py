@@ -155,7 +155,7 @@ async def _converse(
     task_text: str,
     index: int,
 ) -> Ending:
-    from runner.run.agents import agent_concurrency
+    from runner.run.parallel import call_concurrency
 
     frame, ctx = executor.frame, executor.ctx
     llm = child.llm = traced_llm(_model_for(agent, parent.llm, ctx))
@@ -223,7 +223,7 @@ async def _converse(
                 ),
                 cost_of=cost_of,
                 denied=executor.denied(),
-                concurrency=agent_concurrency(frame.task),
+                concurrency=call_concurrency(frame.task, offered, ctx.settings.max_parallel_reads),
             )
         except TimeoutError:
             if scope.expired():

@@ -249,7 +249,7 @@ async def _run_items(
         calls = [call for call in group if isinstance(call, ToolCall)]
         jobs = [partial(_timed_call, executor, call) for call in calls]
         for call, (result, duration_s) in zip(
-            calls, await gather_in_order(jobs, concurrency.limit), strict=True
+            calls, await gather_in_order(jobs, concurrency.limit_of(item)), strict=True
         ):
             budget.tool_calls += 1
             budget.denied_calls += int(result.denied)

@@ -18,7 +18,7 @@ from runner.llm import LLM, Message, NativeResult, Usage, cost_usd
 from runner.mcp import McpHub, McpLimits
 from runner.outcome import Status, TaskOutcome, Totals
 from runner.redact import Redactor
-from runner.run.agents import agent_concurrency, agent_executor, offered_tools
+from runner.run.agents import agent_executor, offered_tools
 from runner.run.budget import Budget, LimitExceeded, RunBudget
 from runner.run.checkout import checkout_record
 from runner.run.checks import structured_result
@@ -33,6 +33,7 @@ from runner.run.native_turn import (
     native_fields,
     native_model,
 )
+from runner.run.parallel import call_concurrency
 from runner.run.replybounds import ReplyBounds
 from runner.run.requirements import GitState, git_state
 from runner.run.session_tools import check_tool_patterns, task_system_prompt
@@ -381,7 +382,7 @@ async def _converse(
                     cost_of=cost_of,
                     denied=[t for t in hub.tools if t.name not in offered],
                     wind_down=wind_down,
-                    concurrency=agent_concurrency(task),
+                    concurrency=call_concurrency(task, tools, ctx.settings.max_parallel_reads),
                     bounds=ReplyBounds(
                         ctx.settings.max_tool_calls_per_reply, ctx.settings.max_turn_results_chars
                     ),

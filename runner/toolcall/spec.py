@@ -26,6 +26,9 @@ class ToolSpec:
     """The MCP server that provides the tool; empty for the runner's own tools."""
     remote_name: str = ""
     """The name on the server, when it differs from `name` (a prefixed clash); else empty."""
+    read_only: bool = False
+    """The tool changes nothing (the server's `readOnlyHint` annotation): several calls of
+    read-only tools in one reply may run at the same time (DESIGN section 16)."""
 
     @property
     def call_name(self) -> str:

@@ -17,7 +17,7 @@ from runner.workspace.confined_read import DEFAULT_PROMPT_FILE_BYTES, Bounded, r
 from runner.workspace.paths import Confinement, WorkspaceError
 from runner.workspace.reaper import Reaper, shared_reaper
 from runner.workspace.shell import TRACE_ENV, ShellRun, run_shell
-from runner.workspace.tools import DESCRIPTIONS, WorkspaceTools, error_text
+from runner.workspace.tools import DESCRIPTIONS, READ_ONLY, WorkspaceTools, error_text
 from runner.workspace.tree import Listing, list_tree
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "TRACE_ENV",
     "Bounded",
     "DESCRIPTIONS",
+    "READ_ONLY",
     "Confinement",
     "Listing",
     "Reaper",

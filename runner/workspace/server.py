@@ -18,9 +18,10 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
 
 from runner.workspace.paths import WorkspaceError
-from runner.workspace.tools import DESCRIPTIONS, WorkspaceTools, error_text
+from runner.workspace.tools import DESCRIPTIONS, READ_ONLY, WorkspaceTools, error_text
 
 __all__ = ["build_server", "main", "serve"]
 
@@ -34,7 +35,11 @@ def build_server(root: Path, output_dir: Path | None = None) -> MCPServer:
         instructions=f"Files and shell commands in the workspace root {tools.paths.root}.",
     )
     for name, description in DESCRIPTIONS.items():
-        app.add_tool(_refusals_as_tool_errors(getattr(tools, name)), description=description)
+        app.add_tool(
+            _refusals_as_tool_errors(getattr(tools, name)),
+            description=description,
+            annotations=ToolAnnotations(read_only_hint=True) if name in READ_ONLY else None,
+        )
     return app
 
 

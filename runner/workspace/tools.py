@@ -21,7 +21,7 @@ from runner.workspace.commands import DEFAULT_TIMEOUT_S, MAX_OUTPUT_CHARS, Comma
 from runner.workspace.files import MAX_LIST_ENTRIES, MAX_READ_LINES, Files, parse_blocks
 from runner.workspace.paths import Confinement, WorkspaceError
 
-__all__ = ["DESCRIPTIONS", "WorkspaceTools", "error_text"]
+__all__ = ["DESCRIPTIONS", "READ_ONLY", "WorkspaceTools", "error_text"]
 
 _PATH = "Path of the file, relative to the workspace root."
 _REPLACE_DESCRIPTION = """\
@@ -73,6 +73,10 @@ DESCRIPTIONS: dict[str, str] = {
     ),
 }
 """Every tool, in the order it is listed, with its description; the keys are method names."""
+
+READ_ONLY = frozenset({"read_file", "list_files", "search_files"})
+"""The tools that change nothing: published with `readOnlyHint`, so that several of their calls
+in one reply run at the same time (DESIGN section 16)."""
 
 
 class WorkspaceTools:

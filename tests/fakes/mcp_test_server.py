@@ -26,6 +26,7 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
+from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 __all__ = ["SCRIPT", "build_server", "main"]
@@ -51,6 +52,7 @@ class Point(BaseModel):
 def build_server(name: str) -> MCPServer:
     """The server with all its tools; `name` prefixes nothing, it only names the server."""
     app: MCPServer = MCPServer(name)
+    meetings: dict[str, tuple[list[int], anyio.Event]] = {}
 
     @app.tool()
     def echo(text: Annotated[str, Field(description="Text to send back.")]) -> str:
@@ -88,6 +90,24 @@ def build_server(name: str) -> MCPServer:
         """Sleep, then answer."""
         await anyio.sleep(seconds)
         return f"slept {seconds}"
+
+    @app.tool(annotations=ToolAnnotations(read_only_hint=True))
+    async def meet(
+        group: Annotated[str, Field(description="Callers of one group wait for each other.")],
+        label: Annotated[str, Field(description="Sent back first in the answer.")],
+        callers: Annotated[int, Field(description="How many callers the group waits for.")],
+        wait_s: Annotated[float, Field(description="Longest wait for the others.")] = 10.0,
+    ) -> str:
+        """A read-only rendezvous: wait (at most `wait_s`) until `callers` calls of `group` have
+        arrived. `met` means every caller of the group was inside at once: a call that had to
+        wait alone answers `alone`, so calls made one after another never meet."""
+        arrived, everyone = meetings.setdefault(group, ([0], anyio.Event()))
+        arrived[0] += 1
+        if arrived[0] >= callers:
+            everyone.set()
+        with anyio.move_on_after(wait_s):
+            await everyone.wait()
+        return f"{label}: {'met' if everyone.is_set() else 'alone'} ({arrived[0]} of {callers})"
 
     @app.tool()
     def fail(message: Annotated[str, Field(description="The error text.")] = "it failed") -> str:

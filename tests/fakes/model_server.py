@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import signal
 import socket
@@ -35,6 +36,7 @@ from tests.fakes.native_wire import (
     openai_chunks,
     openai_message,
 )
+from tests.fakes.prompt_cache import PromptCache
 
 __all__ = ["FakeModelServer", "Fault", "RecordedRequest", "Step", "fault", "main", "reply"]
 
@@ -139,6 +141,8 @@ class _State:
     stalled: threading.Event = field(default_factory=threading.Event)
     connections: set[socket.socket] = field(default_factory=set)
     accepted: int = 0
+    cache: PromptCache | None = None
+    """Set: Anthropic replies report the usage `PromptCache` bills, not the step's counts."""
 
     def take(self, request: RecordedRequest) -> Step | None:
         with self.lock:
@@ -173,12 +177,15 @@ class FakeModelServer:
         host: str = "127.0.0.1",
         port: int = 0,
         routes: dict[str, Iterable[Step]] | None = None,
+        prompt_cache: bool = False,
     ) -> None:
         """`routes`: a request whose first user message contains a route's key takes its steps
         from that route (in order) instead of the main script: concurrent sessions each get their
-        own script."""
+        own script. `prompt_cache`: Anthropic usage follows the requests' `cache_control` marks
+        (`tests.fakes.prompt_cache`) instead of the steps' token counts."""
         routes_ = {key: deque(steps) for key, steps in (routes or {}).items()}
-        self._state = _State(deque(steps), default, routes_)
+        cache = PromptCache() if prompt_cache else None
+        self._state = _State(deque(steps), default, routes_, cache=cache)
         self._httpd = _Server((host, port), _Handler, self._state)
         self._thread: threading.Thread | None = None
 
@@ -325,6 +332,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(400, _error_body(request.wire, "invalid_request_error", message))
             return
         body = body if isinstance(body, dict) else {}
+        if self.server.state.cache is not None and request.wire == "anthropic":
+            billed = self.server.state.cache.usage(body)
+            step = dataclasses.replace(
+                step,
+                input_tokens=billed.input_tokens,
+                cache_read_tokens=billed.cache_read_tokens,
+                cache_write_tokens=billed.cache_write_tokens,
+            )
         wire = _OpenAIWire(step, body) if request.wire == "openai" else _AnthropicWire(step, body)
         if step.fault in _ERRORS:
             self._error(request.wire, step, body)
@@ -640,11 +655,12 @@ def main(argv: list[str] | None = None) -> int:
     done_call = "<attempt_completion><result>done</result></attempt_completion>"
     parser.add_argument("--text", default=done_call)
     parser.add_argument("--input-tokens", type=int, default=12)
+    parser.add_argument("--prompt-cache", action="store_true", help="model Anthropic's cache")
     args = parser.parse_args(argv)
     default = Step(text=args.text, input_tokens=args.input_tokens)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
-    with FakeModelServer(default=default, port=args.port) as server:
+    with FakeModelServer(default=default, port=args.port, prompt_cache=args.prompt_cache) as server:
         urls = {
             "url": server.url,
             "openai_base_url": server.openai_base_url,

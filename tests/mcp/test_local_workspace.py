@@ -63,6 +63,8 @@ async def test_the_builtin_workspace_lists_and_answers_as_the_stdio_server(
                     (result.text.replace(str(tmp_path / how), "ROOT"), result.is_error)
                 )
     assert listings["local"] == listings["stdio"]
+    read_only = {spec.name for spec in listings["stdio"] if spec.read_only}
+    assert read_only == {"read_file", "list_files", "search_files"}
     assert results["local"] == results["stdio"]
     assert [error for _, error in results["local"]] == [
         False, False, False, False, True, True, False, False, True, False, True, True, True,

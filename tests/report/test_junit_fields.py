@@ -69,7 +69,19 @@ def test_system_out_keeps_result_kind_and_session_id_lines() -> None:
     assert "kind: check" in lines and "session_id: sess-lint" in lines
     assert "session_log: agent-runs/sessions/lint.jsonl" in lines
     assert "status: failed" in lines and "exit_code: 0" in lines
-    assert "tokens: 1234 (input 1000, output 234)" in lines
+    assert "tokens: 1234 (input 1000, output 234, cache read 0, cache write 0)" in lines
+
+
+def test_cache_tokens_are_facts_and_properties_and_count_in_tokens() -> None:
+    cached = outcome("cached", "passed")
+    totals = replace(cached.totals, cache_read_tokens=5000, cache_write_tokens=700)
+    cached = replace(cached, totals=totals)
+    assert "tokens: 6934 (input 1000, output 234, cache read 5000, cache write 700)" in task_facts(
+        cached
+    )
+    properties = run_properties(summary_of([cached]))
+    assert (properties["cache_read_tokens"], properties["cache_write_tokens"]) == ("5000", "700")
+    assert properties["tokens"] == "6934"
 
 
 def test_facts_leave_out_what_a_task_does_not_have() -> None:

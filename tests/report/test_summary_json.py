@@ -32,6 +32,8 @@ def test_summary_carries_run_facts_and_each_task() -> None:
         "model": "openai:gpt-test",
         "turns": 3,
         "tokens": 1234,
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
         "cost_usd": 0.01,
         "duration_s": 1.5,
         "session_log": "agent-runs/sessions/refactor.jsonl",

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
-from runner.run.batch import Concurrency, batches, gather_in_order
+from runner.run.batch import Concurrency, Lane, batches, gather_in_order
 from runner.toolcall import CallError, ToolCall
 
-AGENTS = Concurrency(frozenset({"sub_agent"}), limit=4)
+AGENTS = Concurrency((Lane(frozenset({"sub_agent"}), limit=4),))
+READS = Lane(frozenset({"read_file", "list_files"}), limit=8)
+BOTH = AGENTS.with_lane(READS)
 
 
 def names(groups: list[list[ToolCall | CallError]]) -> list[list[str]]:
@@ -40,6 +42,45 @@ def test_any_other_call_is_a_barrier() -> None:
 def test_sequential_makes_every_call_its_own_group() -> None:
     items = calls("sub_agent", "sub_agent")
     assert names(list(batches(items, Concurrency()))) == [["sub_agent"], ["sub_agent"]]
+
+
+def test_consecutive_reads_form_one_group_and_a_write_is_a_barrier() -> None:
+    items = calls("read_file", "list_files", "write_to_file", "read_file", "read_file")
+    assert names(list(batches(items, BOTH))) == [
+        ["read_file", "list_files"],
+        ["write_to_file"],
+        ["read_file", "read_file"],
+    ]
+
+
+def test_calls_of_two_lanes_never_share_a_group() -> None:
+    items = calls("read_file", "sub_agent", "sub_agent", "read_file")
+    assert names(list(batches(items, BOTH))) == [
+        ["read_file"],
+        ["sub_agent", "sub_agent"],
+        ["read_file"],
+    ]
+
+
+def test_attempt_completion_is_a_barrier_even_in_a_lane() -> None:
+    lanes = Concurrency((Lane(frozenset({"read_file", "attempt_completion"}), 4),))
+    items = calls("read_file", "attempt_completion", "read_file")
+    assert names(list(batches(items, lanes))) == [
+        ["read_file"],
+        ["attempt_completion"],
+        ["read_file"],
+    ]
+
+
+def test_each_lane_has_its_own_limit_and_a_barrier_runs_alone() -> None:
+    assert BOTH.limit_of(ToolCall("read_file", {})) == 8
+    assert BOTH.limit_of(ToolCall("sub_agent", {})) == 4
+    assert BOTH.limit_of(ToolCall("write_to_file", {})) == 1
+    assert BOTH.limit_of(CallError("read_file", "bad")) == 1
+
+
+def test_a_lane_without_tools_is_not_added() -> None:
+    assert AGENTS.with_lane(Lane(frozenset(), 8)) is AGENTS
 
 
 def test_gather_in_order_runs_at_once_and_keeps_the_jobs_order() -> None:
