@@ -89,6 +89,8 @@ class ModelInfo(BaseModel):
     """Price per million tokens read from the prompt cache; None = the input price."""
     cache_write_usd_per_mtok: float | None = Field(None, ge=0)
     """Price per million tokens written to the prompt cache; None = the input price."""
+    native_tools: bool = True
+    """The model calls tools through its provider's tool API (`tool_mode: auto` picks native)."""
 
 
 class WorkspaceLimits(BaseModel):
@@ -156,6 +158,8 @@ class Settings(BaseSettings):
         None, validation_alias=_env_alias("anthropic_base_url", "ANTHROPIC_BASE_URL")
     )
     """Base URL of the Anthropic API or a compatible proxy."""
+    tool_mode: Literal["xml", "native", "auto"] | None = None
+    """`--tool-mode`: overrides every task's `tool_mode` (DESIGN section 16); None keeps it."""
     anthropic_prompt_cache: Literal["rolling", "system", "off"] = "rolling"
     """Anthropic `cache_control` marks: `rolling` on the tools, the system prompt and the latest
     turns (a long session reads most of its prompt from the cache); `system` on the tools and

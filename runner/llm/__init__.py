@@ -1,6 +1,8 @@
 """Model providers behind one interface (DESIGN section 6).
 
 Importing this package imports no SDK: `create_llm` imports the chosen provider's module.
+`native` holds native tool calls and results and the reversible mapping of tool names;
+`native_wire` puts them on OpenAI's and Anthropic's wire (DESIGN section 16).
 """
 
 from __future__ import annotations
@@ -8,11 +10,15 @@ from __future__ import annotations
 from runner.llm.base import LLM, Message, ProviderFactory, Reply, RetryEvent, Usage
 from runner.llm.context_window import context_window_of
 from runner.llm.models import cost_usd, lookup_model
+from runner.llm.native import NativeCall, NativeResult, NativeTools, wire_name
 from runner.llm.registry import create_llm, provider_names, spec_problem
 
 __all__ = [
     "LLM",
     "Message",
+    "NativeCall",
+    "NativeResult",
+    "NativeTools",
     "ProviderFactory",
     "Reply",
     "RetryEvent",
@@ -23,4 +29,5 @@ __all__ = [
     "lookup_model",
     "provider_names",
     "spec_problem",
+    "wire_name",
 ]

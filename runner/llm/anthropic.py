@@ -9,9 +9,11 @@ from typing import TYPE_CHECKING, Any, cast
 from runner.errors import ConfigError
 from runner.llm.base import Message, Usage
 from runner.llm.models import lookup_model
+from runner.llm.native import NativeTools
+from runner.llm.native_wire import AnthropicCalls, anthropic_messages, anthropic_tools
 from runner.llm.promptcache import with_breakpoints
 from runner.llm.retry import CallError, CallTarget, Sleep
-from runner.llm.sdk_provider import SdkProvider
+from runner.llm.sdk_provider import Attempt, SdkProvider
 from runner.llm.streaming import IdleWatch, ack_promptly, estimate_usage
 from runner.settings import Settings
 
@@ -80,13 +82,13 @@ class AnthropicMessages(SdkProvider["anthropic.AsyncAnthropic"]):
         super().__init__(settings=settings, target=target, sleep=sleep, build=build)
 
     async def _attempt(
-        self, system: str, messages: Sequence[Message]
-    ) -> tuple[str, Usage, str, str]:
+        self, system: str, messages: Sequence[Message], tools: NativeTools | None = None
+    ) -> Attempt:
         import anthropic
         import httpx2
 
         try:
-            return await self._stream(system, messages)
+            return await self._stream(system, messages, tools)
         except anthropic.APIStatusError as exc:
             raise _status_error(exc) from exc
         except anthropic.APITimeoutError as exc:
@@ -101,15 +103,22 @@ class AnthropicMessages(SdkProvider["anthropic.AsyncAnthropic"]):
             raise CallError("connection", f"stream broke: {exc!r}") from exc
 
     async def _stream(
-        self, system: str, messages: Sequence[Message]
-    ) -> tuple[str, Usage, str, str]:
+        self, system: str, messages: Sequence[Message], tools: NativeTools | None
+    ) -> Attempt:
         idle_s = self._settings.retry.idle_timeout_s
         extra: dict[str, Any] = {}
         if self._settings.temperature is not None:
             # The 2.x SDK has no `temperature` argument; the API still takes it.
             extra["temperature"] = self._settings.temperature
         mode = self._settings.anthropic_prompt_cache
-        cached_system, wire, _ = with_breakpoints(system, _wire_messages(messages), mode=mode)
+        calls = AnthropicCalls(tools) if tools is not None else None
+        offered = anthropic_tools(calls.tools, calls.names) if calls is not None else {}
+        plain = anthropic_messages(messages, calls.names) if calls is not None else None
+        cached_system, wire, marked = with_breakpoints(
+            system, plain or _wire_messages(messages), offered.get("tools", ()), mode=mode
+        )
+        if offered:  # the native tools, the last one marked for the cache
+            extra.update(offered, tools=marked)
         parts: list[str] = []
         counts: dict[str, int] = {}
         stop_reason = "end_turn"
@@ -136,6 +145,8 @@ class AnthropicMessages(SdkProvider["anthropic.AsyncAnthropic"]):
                         _take_usage(counts, getattr(event.message, "usage", None))
                     elif event.type == "content_block_delta" and event.delta.type == "text_delta":
                         parts.append(event.delta.text)
+                    elif calls is not None and event.type.startswith("content_block_"):
+                        calls.feed(event)
                     elif event.type == "message_delta":
                         stop_reason = event.delta.stop_reason or stop_reason
                         _take_usage(counts, getattr(event, "usage", None))
@@ -151,15 +162,16 @@ class AnthropicMessages(SdkProvider["anthropic.AsyncAnthropic"]):
         if not finished:
             raise CallError("broken_stream", "stream ended before message_stop")
         text = "".join(parts)
+        native = calls.calls() if calls is not None else ()
         if not counts:
-            return text, estimate_usage(system, messages, text), stop_reason, model
+            return text, estimate_usage(system, messages, text), stop_reason, model, native
         usage = Usage(
             input_tokens=counts.get("input_tokens", 0),
             output_tokens=counts.get("output_tokens", 0),
             cache_read_tokens=counts.get("cache_read_input_tokens", 0),
             cache_write_tokens=counts.get("cache_creation_input_tokens", 0),
         )
-        return text, usage, stop_reason, model
+        return text, usage, stop_reason, model, native
 
 
 def create(model: str, settings: Settings) -> AnthropicMessages:

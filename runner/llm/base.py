@@ -5,11 +5,22 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
+from runner.llm.native import NativeCall, NativeResult, NativeTools, calls_of, results_of
 from runner.settings import ModelInfo, Settings
 
-__all__ = ["LLM", "Message", "ProviderFactory", "Reply", "RetryEvent", "Usage"]
+__all__ = [
+    "LLM",
+    "Message",
+    "NativeCall",
+    "NativeResult",
+    "NativeTools",
+    "ProviderFactory",
+    "Reply",
+    "RetryEvent",
+    "Usage",
+]
 
 
 @dataclass(frozen=True)
@@ -19,7 +30,49 @@ class Message:
     role: Literal["user", "assistant"]
     """Who said it."""
     content: str
-    """What was said, as plain text (tool calls and results are text too)."""
+    """What was said, as plain text (in xml mode tool calls and results are text too)."""
+    calls: tuple[NativeCall, ...] = ()
+    """Native mode: the assistant's tool calls, besides its text."""
+    results: tuple[NativeResult, ...] = ()
+    """Native mode: the results of the previous message's calls, before this message's text."""
+
+    @property
+    def chars(self) -> int:
+        """Characters of everything the message sends: text, call arguments, results."""
+        native = sum(len(c.arguments) + len(c.name) for c in self.calls)
+        return len(self.content) + native + sum(len(r.content) for r in self.results)
+
+    def record(self) -> dict[str, Any]:
+        """The message as the session log stores it (native calls and results only if any)."""
+        line: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.calls:
+            line["tool_calls"] = [call.record() for call in self.calls]
+        if self.results:
+            line["tool_results"] = [result.record() for result in self.results]
+        return line
+
+    @classmethod
+    def from_record(cls, record: Any) -> Message:
+        """A message from its log record (`record()`'s shape; older logs hold role and content)."""
+        role: Literal["user", "assistant"] = (
+            "assistant" if record.get("role") == "assistant" else "user"
+        )
+        return cls(
+            role,
+            str(record.get("content", "")),
+            calls_of(record.get("tool_calls")),
+            results_of(record.get("tool_results")),
+        )
+
+    def plain(self) -> Message:
+        """The message without its native results, their text folded into its own (for a
+        result whose call is no longer in the context)."""
+        if not self.results:
+            return self
+        texts = [
+            f"[{r.name}] {'Error' if r.is_error else 'Result'}:\n{r.content}" for r in self.results
+        ]
+        return Message(self.role, "\n\n".join(filter(None, [*texts, self.content])), self.calls)
 
     @functools.cached_property
     def wire(self) -> dict[str, str]:
@@ -83,6 +136,8 @@ class Reply:
     """Attempts that failed before the one that succeeded."""
     model: str
     """The model that answered, as the provider names it."""
+    calls: tuple[NativeCall, ...] = ()
+    """Native mode: the tool calls of the reply, in order."""
 
 
 @dataclass(frozen=True)
@@ -118,7 +173,10 @@ class LLM(Protocol):
         *,
         on_retry: Callable[[RetryEvent], None] | None = None,
     ) -> Reply:
-        """Stream one reply to `messages` under `system`, retrying transient failures."""
+        """Stream one reply to `messages` under `system`, retrying transient failures.
+
+        A provider that supports native tool calls (`native_tools = True`) also takes
+        `tools: NativeTools | None`; the loop passes it only to such a provider."""
         ...
 
 

@@ -15,9 +15,11 @@ from runner.errors import ConfigError
 from runner.llm.base import Message, Usage
 from runner.llm.context_window import ContextWindow
 from runner.llm.models import lookup_model
+from runner.llm.native import NativeTools
+from runner.llm.native_wire import OpenAICalls, openai_messages, openai_tools
 from runner.llm.promptcache import prompt_cache_key, sends_prompt_cache_key
 from runner.llm.retry import CallError, CallTarget, Sleep, stream_error
-from runner.llm.sdk_provider import SdkProvider
+from runner.llm.sdk_provider import Attempt, SdkProvider
 from runner.llm.streaming import IdleWatch, ack_promptly, estimate_usage
 from runner.settings import Settings
 
@@ -85,12 +87,12 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
         super().__init__(settings=settings, target=target, sleep=sleep, build=build)
 
     async def _attempt(
-        self, system: str, messages: Sequence[Message]
-    ) -> tuple[str, Usage, str, str]:
+        self, system: str, messages: Sequence[Message], tools: NativeTools | None = None
+    ) -> Attempt:
         import openai
 
         try:
-            return await self._stream(system, messages)
+            return await self._stream(system, messages, tools)
         except openai.APIStatusError as exc:
             raise _status_error(exc) from exc
         except openai.APITimeoutError as exc:
@@ -107,8 +109,8 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
         return await self._window.get()
 
     async def _stream(
-        self, system: str, messages: Sequence[Message]
-    ) -> tuple[str, Usage, str, str]:
+        self, system: str, messages: Sequence[Message], tools: NativeTools | None
+    ) -> Attempt:
         import openai
         from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
@@ -120,6 +122,7 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
         usage: Usage | None = None
         stop_reason: str | None = None
         model = self.model
+        calls = OpenAICalls(tools) if tools is not None else None
         # The client first: waiting for its import (the first call) is not the server's silence.
         client = self._client
         async with IdleWatch(idle_s, self._target.base_url) as watch:
@@ -136,6 +139,9 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
             }
             if temperature is not None:
                 body["temperature"] = temperature
+            if calls is not None:
+                body["messages"] = openai_messages(system, messages, calls.names)
+                body.update(openai_tools(calls.tools, calls.names))
             if self._cache_key and messages:
                 body["prompt_cache_key"] = prompt_cache_key(system, messages[0].content)
             stream = await client.post(
@@ -157,6 +163,8 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
                     for choice in chunk.choices:
                         if choice.delta.content:
                             parts.append(choice.delta.content)
+                        if calls is not None and choice.delta.tool_calls:
+                            calls.feed(choice.delta.tool_calls)
                         if choice.finish_reason:
                             stop_reason = choice.finish_reason
                     # The usage chunk is the last before `[DONE]`: the reply is complete, and
@@ -173,7 +181,8 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
         text = "".join(parts)
         if stop_reason is None:
             raise CallError("broken_stream", "stream ended before its finish_reason")
-        return text, usage or estimate_usage(system, messages, text), stop_reason, model
+        usage = usage or estimate_usage(system, messages, text)
+        return text, usage, stop_reason, model, calls.calls() if calls is not None else ()
 
 
 def create(model: str, settings: Settings) -> OpenAIChat:

@@ -14,6 +14,7 @@ from typing import Any
 
 from runner.errors import ConfigError, ProviderError
 from runner.llm.base import Message, Reply, RetryEvent, Usage
+from runner.llm.native import NativeCall, NativeTools, calls_of
 from runner.llm.streaming import estimate_usage
 from runner.settings import ModelInfo, Settings
 
@@ -32,6 +33,8 @@ class RecordedReply:
     """Usage of the `model_call` event after it, if any."""
     stop_reason: str | None
     """Stop reason of that `model_call` event, if any."""
+    calls: tuple[NativeCall, ...] = ()
+    """The message's native tool calls (a log written in tool_mode native)."""
 
 
 class ReplayLLM:
@@ -44,6 +47,9 @@ class ReplayLLM:
         header, self._replies = read_recording(self.path)
         recorded_model = header.get("model")
         self.model = recorded_model if isinstance(recorded_model, str) else str(self.path)
+        self.required_tool_mode = "native" if header.get("tool_mode") == "native" else "xml"
+        """A replay plays the calls in the form they were recorded: the task runs in that mode."""
+        self.native_tools = self.required_tool_mode == "native"
         self.info: ModelInfo | None = None
         self._next = 0
 
@@ -53,6 +59,7 @@ class ReplayLLM:
         messages: Sequence[Message],
         *,
         on_retry: Callable[[RetryEvent], None] | None = None,
+        tools: NativeTools | None = None,
     ) -> Reply:
         """The next recorded assistant message; see `runner.llm.base.LLM`."""
         started = time.monotonic()
@@ -71,6 +78,7 @@ class ReplayLLM:
             latency_s=time.monotonic() - started,
             retries=0,
             model=self.model,
+            calls=recorded.calls if tools is not None else (),
         )
 
 
@@ -141,10 +149,13 @@ def _parse_lines(path: Path, lines: list[bytes]) -> list[dict[str, Any]]:
 def _recorded(message: dict[str, Any], call: dict[str, Any] | None) -> RecordedReply:
     content = message.get("content")
     text = content if isinstance(content, str) else ""
+    raw = message.get("tool_calls")
+    calls = calls_of(raw if isinstance(raw, list) else None)
     if call is None:
-        return RecordedReply(text, None, None)
+        return RecordedReply(text, None, None, calls)
     stop = call.get("stop_reason")
-    return RecordedReply(text, _usage(call.get("usage")), stop if isinstance(stop, str) else None)
+    usage = _usage(call.get("usage"))
+    return RecordedReply(text, usage, stop if isinstance(stop, str) else None, calls)
 
 
 def _usage(raw: Any) -> Usage | None:

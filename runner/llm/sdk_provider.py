@@ -8,6 +8,7 @@ from typing import Any, Generic, TypeVar
 
 from runner.llm.base import Message, Reply, RetryEvent, Usage
 from runner.llm.limiter import gate_for, gated
+from runner.llm.native import NativeCall, NativeTools
 from runner.llm.preload import Preload
 from runner.llm.retry import CallTarget, Sleep, call_with_retries
 from runner.llm.streaming import Drains
@@ -16,8 +17,8 @@ from runner.settings import ModelInfo, Settings
 __all__ = ["Attempt", "SdkProvider"]
 
 ClientT = TypeVar("ClientT")
-Attempt = tuple[str, Usage, str, str]
-"""One successful attempt: text, usage, stop reason, the model that answered."""
+Attempt = tuple[str, Usage, str, str, tuple[NativeCall, ...]]
+"""One successful attempt: text, usage, stop reason, the model that answered, native calls."""
 CALLS_PER_CLIENT = 32
 """Concurrent calls one SDK client serves: its connection pool walks every connection at each
 request's start and end (and probes each idle one's socket), so its cost per request grows with
@@ -32,6 +33,8 @@ class SdkProvider(Generic[ClientT]):
     provider: str
     model: str
     info: ModelInfo | None
+    native_tools = True
+    """The provider takes `tools=` (native tool calls, DESIGN section 16)."""
     shareable = True
     """Tasks on the same model may share one instance: a call keeps no state between calls, and
     the client is safe to use from concurrent tasks of one event loop."""
@@ -68,13 +71,14 @@ class SdkProvider(Generic[ClientT]):
         messages: Sequence[Message],
         *,
         on_retry: Callable[[RetryEvent], None] | None = None,
+        tools: NativeTools | None = None,
     ) -> Reply:
         """Stream one reply; see `runner.llm.base.LLM`."""
         started = time.monotonic()
-        (text, usage, stop_reason, model), retries = await call_with_retries(
+        (text, usage, stop_reason, model, calls), retries = await call_with_retries(
             # Through the run's rate gate for this provider and server (`runner.llm.limiter`).
             gated(
-                lambda: self._attempt(system, messages),
+                lambda: self._attempt(system, messages, tools),
                 gate_for(self._target, self._settings.retry),
                 self._sleep,
             ),
@@ -83,7 +87,8 @@ class SdkProvider(Generic[ClientT]):
             on_retry=on_retry,
             sleep=self._sleep,
         )
-        return Reply(text, usage, stop_reason, time.monotonic() - started, retries, model)
+        latency = time.monotonic() - started
+        return Reply(text, usage, stop_reason, latency, retries, model, calls)
 
     async def aclose(self) -> None:
         """Finish the background drains, then close the HTTP connections."""
@@ -92,5 +97,7 @@ class SdkProvider(Generic[ClientT]):
         for client in clients:
             await client.close()
 
-    async def _attempt(self, system: str, messages: Sequence[Message]) -> Attempt:
+    async def _attempt(
+        self, system: str, messages: Sequence[Message], tools: NativeTools | None = None
+    ) -> Attempt:
         raise NotImplementedError

@@ -168,5 +168,5 @@ def estimate_tokens(text: str) -> int:
 
 def estimate_usage(system: str, messages: Sequence[Message], reply: str) -> Usage:
     """Estimated usage of one call, flagged as estimated."""
-    prompt = estimate_tokens(system) + sum(estimate_tokens(m.content) for m in messages)
+    prompt = estimate_tokens(system) + sum(-(-m.chars // CHARS_PER_TOKEN) for m in messages)
     return Usage(input_tokens=prompt, output_tokens=estimate_tokens(reply), estimated=True)

@@ -25,12 +25,13 @@ def build_sections(
     facts: HostFacts,
     budgeting: Budgeting | None = None,
     max_file_bytes: int = DEFAULT_PROMPT_FILE_BYTES,
+    native: bool = False,
 ) -> list[Section]:
     """Static (defaults, then `prompt_dirs`, then inline), dynamic, BUDGET AND CHECK (when
     `budgeting` says anything), then the tool catalogue.
 
     `render_sections` turns the list into the prompt text. `max_file_bytes` bounds each file
-    read from the workdir (AGENTS.md, .gitignore).
+    read from the workdir (AGENTS.md, .gitignore). `native`: the catalogue of tool_mode native.
     """
     static = load_sections([default_prompts_dir(), *prompt_dirs], inline_sections)
     budget = [budget_section(budgeting)] if budgeting is not None else []
@@ -39,5 +40,5 @@ def build_sections(
         *static,
         *dynamic_sections(workdir, facts, max_file_bytes),
         *budget,
-        *catalogue_sections(servers, tools),
+        *catalogue_sections(servers, tools, native),
     ]

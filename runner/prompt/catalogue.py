@@ -35,10 +35,29 @@ each parameter as an inner tag. For example:
   call nor attempt_completion gets a reminder, and several in a row fail the task."""
 
 
+NATIVE_TOOL_USE = """\
+You act by calling tools through the tool-calling interface; the tools, their descriptions and
+their parameters come with each request.
+
+- You may call several tools in one message; they run in order, and their results come back
+  together. Calls that depend on an earlier result belong in a later message.
+- Text outside tool calls is kept as your reasoning; nobody reads it while the run goes on.
+- When the task is done, or cannot be done, call attempt_completion with the final result. It ends
+  the session; calls after it in the same message do not run. A message without a tool call gets
+  a reminder, and several in a row fail the task."""
+
+
 def catalogue_sections(
-    servers: Mapping[str, Sequence[ToolSpec]], tools: Sequence[ToolSpec]
+    servers: Mapping[str, Sequence[ToolSpec]], tools: Sequence[ToolSpec], native: bool = False
 ) -> list[Section]:
-    """MCP SERVERS, TOOL USE and TOOLS; `tools` are exposed tools, attempt_completion is added."""
+    """MCP SERVERS, TOOL USE and TOOLS; `tools` are exposed tools, attempt_completion is added.
+    `native` (tool_mode: native): the tools go through the provider's API, so TOOL USE is short
+    and the TOOLS section is left out."""
+    if native:
+        return [
+            Section("MCP SERVERS", _servers_text(servers), "generated"),
+            Section("TOOL USE", NATIVE_TOOL_USE, "generated"),
+        ]
     every_tool = [*tools, ATTEMPT_COMPLETION]
     offered = {t.name for t in every_tool}
     return [

@@ -7,7 +7,8 @@ success checks. `loop` is the agent loop, steered by `budget` (limits) and `comp
 on, with its task rebuilt by `resume_task` from the task file that `checkout` finds in the
 current checkout. `commands` holds `validate` and `prompt`, which load tasks without running them.
 `agents` is the `sub_agent` tool and its executor, `child` one sub-agent's session, `batch` the
-calls of one reply that run at once, `agent_resume` settles sub-agents a cut-off run left behind.
+calls of one reply that run at once, `agent_resume` settles sub-agents a cut-off run left behind,
+`native_turn` the tool mode a task runs in and the loop's side of native tool calls.
 `tracing` wraps the run, its tasks, model calls, tool calls and sub-agents in OpenTelemetry spans
 when a run is traced (a no-op otherwise); `otel` is the one module that imports the SDK.
 """

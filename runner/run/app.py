@@ -39,6 +39,7 @@ from runner.report import (
 from runner.run.agents import close_agent_models
 from runner.run.commands import check_sections, load_selected_tasks
 from runner.run.isolation import check_isolation, run_in_isolation
+from runner.run.native_turn import with_tool_mode
 from runner.run.progress import Progress
 from runner.run.selection import parse_shard, select_tasks, shard_of
 from runner.run.session import ResumePoint, RunContext, run_task
@@ -99,18 +100,14 @@ def prepare_jobs(tasks: list[Task], settings: Settings, model: str | None) -> li
                 f"{task.file}:{task.line}: task {task.name!r} has no model: pass --model "
                 "PROVIDER:MODEL, set `model:` in the task, or AGENT_RUNNER_MODEL"
             )
-        if task.spec.tool_mode == "native":
-            raise ConfigError(
-                f"{task.file}:{task.line}: tool_mode: native is not supported by this version; "
-                "remove it to use XML tool calls"
-            )
         check_sections(task, settings)
         llm = shared.get(spec) or create_llm(spec, settings)
         if getattr(llm, "shareable", False):
             # One client (TLS context, connection pool) for every task on this model, instead of
             # one per task built at the same moment: 32 of those cost a second of CPU.
             shared[spec] = llm
-        jobs.append(Job(task, llm))
+        # The task in the mode it runs in: `auto` and --tool-mode resolved (DESIGN 16).
+        jobs.append(Job(with_tool_mode(task, llm, settings), llm))
     return jobs
 
 

@@ -22,6 +22,7 @@ from runner.outcome import Status, Totals
 from runner.run.budget import Budget, LimitExceeded
 from runner.run.compaction import Compactor
 from runner.run.loop import AgentGaveUp, run_loop
+from runner.run.native_turn import NativeModel, native_tools_for, task_in_mode
 from runner.run.session_tools import task_system_prompt
 from runner.run.tracing import traced_llm, traced_tools
 from runner.sessionlog import LogWriteError, SessionLogWriter, new_session_id
@@ -159,8 +160,10 @@ async def _converse(
     frame, ctx = executor.frame, executor.ctx
     llm = child.llm = traced_llm(_model_for(agent, parent.llm, ctx))
     offered = executor.tools()
+    # The parent's tool mode, when the agent's model can call tools natively; else xml.
+    native = native_tools_for(frame.task, llm, offered)
     system = task_system_prompt(
-        frame.task,
+        task_in_mode(frame.task, "native" if native else "xml"),
         ctx.settings,
         offered,
         ctx.env,
@@ -184,6 +187,7 @@ async def _converse(
             "model": f"{llm.provider}:{llm.model}",
             "system_prompt": system,
             "tools": offered,
+            "tool_mode": "native" if native else "xml",
             "parent_session_id": parent.log.session_id,
             "parent_call": parent_call,
         },
@@ -201,7 +205,8 @@ async def _converse(
     async with asyncio.timeout(timeout) as scope:
         try:
             completion = await run_loop(
-                llm=llm,
+                llm=NativeModel(llm, native) if native and llm is not parent.llm else llm,
+                native=native,
                 system=system,
                 messages=[Message("user", task_text)],
                 tools=offered,

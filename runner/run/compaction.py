@@ -7,10 +7,11 @@ turns are summarised with one model call. The first user message (the task) is a
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from runner.llm import LLM, Message, Usage
 from runner.run.budget import Budget
+from runner.run.native_turn import cleared, transcript_text
 
 __all__ = ["CLEARED", "CompactionSink", "Compactor", "estimate_tokens"]
 
@@ -28,7 +29,7 @@ _CHARS_PER_TOKEN = 4  # a rough, provider-neutral estimate; only the ratio to th
 
 def estimate_tokens(system: str, messages: list[Message]) -> int:
     """Approximate prompt tokens of a request."""
-    return (len(system) + sum(len(m.content) for m in messages)) // _CHARS_PER_TOKEN
+    return (len(system) + sum(m.chars for m in messages)) // _CHARS_PER_TOKEN
 
 
 class CompactionSink(Protocol):
@@ -41,7 +42,7 @@ class CompactionSink(Protocol):
         kind: Literal["clear_tool_results", "summary"],
         before_tokens: int,
         after_tokens: int,
-        messages: Sequence[Mapping[str, str]],
+        messages: Sequence[Mapping[str, Any]],
         summary: str | None = None,
     ) -> None: ...
 
@@ -96,9 +97,9 @@ class Compactor:
             and 0 < counted[1] <= len(messages)
             and messages[counted[1] - 1] is counted[2]
         ):
-            chars = counted[3] + sum(len(m.content) for m in messages[counted[1] :])
+            chars = counted[3] + sum(m.chars for m in messages[counted[1] :])
         else:
-            chars = sum(len(m.content) for m in messages)
+            chars = sum(m.chars for m in messages)
         self._counted = (messages, len(messages), messages[-1] if messages else None, chars)
         return (len(self._system) + chars) // _CHARS_PER_TOKEN
 
@@ -127,8 +128,8 @@ class Compactor:
         for index in range(1, max(1, len(messages) - self._keep_messages)):
             message = messages[index]
             # Only where the placeholder is shorter: clearing must never grow the context.
-            if message.role == "user" and len(message.content) > len(CLEARED):
-                messages[index] = Message("user", CLEARED)
+            if message.role == "user" and message.chars > len(CLEARED) * (1 + len(message.results)):
+                messages[index] = cleared(message)
                 changed = True
         return changed
 
@@ -140,7 +141,7 @@ class Compactor:
         if cut is None:
             return None  # too little history to summarise
         older = messages[1:cut]
-        transcript = "\n\n".join(f"{m.role.upper()}:\n{m.content}" for m in older)
+        transcript = "\n\n".join(f"{m.role.upper()}:\n{transcript_text(m)}" for m in older)
         if self._window:
             # The summary request must fit the window too (a local server's may be 8k): half of
             # it for the history, its newest part, so that the task and the summary fit beside.
@@ -153,6 +154,8 @@ class Compactor:
         self._budget.charge(reply.usage, self._cost_of(reply.usage))
         summary = reply.text.strip()
         messages[1:cut] = [Message("assistant", f"Summary of the session so far:\n{summary}")]
+        # Native results whose calls were summarised away go on as text (providers refuse them).
+        messages[2] = messages[2].plain()
         return summary
 
     def _record(
@@ -169,6 +172,6 @@ class Compactor:
             kind=kind,
             before_tokens=before,
             after_tokens=after,
-            messages=[{"role": m.role, "content": m.content} for m in messages],
+            messages=[m.record() for m in messages],
             summary=summary,
         )

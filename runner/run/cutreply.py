@@ -13,6 +13,7 @@ reply is a turn like any other. Each cut is a `warning` event in the session log
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from runner.llm import Reply
@@ -68,7 +69,7 @@ def cut_items(
         return found, False
     cut = found[-1]
     assert isinstance(cut, CallError)
-    found[-1] = CallError(cut.tool, _cut_message(cut.tool), cut.raw)
+    found[-1] = dataclasses.replace(cut, message=_cut_message(cut.tool))  # keeps a native id
     if callable(warn):
         warn(
             f"turn {turn}: the reply was cut at the output limit ({reply.stop_reason}) inside its"

@@ -14,14 +14,16 @@ from functools import partial
 from typing import Any, Literal, Protocol
 
 from runner.errors import ContextLengthError
-from runner.llm import LLM, Message, Reply, RetryEvent, Usage
+from runner.llm import LLM, Message, NativeTools, Reply, RetryEvent, Usage
 from runner.run.batch import SEQUENTIAL, Concurrency, batches, gather_in_order
 from runner.run.budget import Budget
 from runner.run.compaction import CompactionSink, Compactor, estimate_tokens
 from runner.run.cutreply import cut_items, cut_notice, was_cut
+from runner.run.native_turn import native_fields, native_items, results_message
 from runner.run.replybounds import DEFAULT_BOUNDS, ReplyBounds, ResultRoom, split_calls
 from runner.toolcall import (
     ATTEMPT_COMPLETION,
+    NATIVE_REMINDER,
     REMINDER,
     CallError,
     ToolCall,
@@ -64,7 +66,15 @@ class ToolExecutor(Protocol):
 class EventSink(CompactionSink, Protocol):
     """Where the loop reports what happens (the session log writer fits)."""
 
-    def message(self, role: Literal["user", "assistant"], content: str, turn: int) -> None: ...
+    def message(
+        self,
+        role: Literal["user", "assistant"],
+        content: str,
+        turn: int,
+        *,
+        tool_calls: Sequence[Mapping[str, Any]] | None = None,
+        tool_results: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None: ...
 
     def model_call(
         self,
@@ -89,6 +99,7 @@ class EventSink(CompactionSink, Protocol):
         is_error: bool,
         duration_s: float,
         child_session_id: str | None = None,
+        call_id: str | None = None,
     ) -> None: ...
 
     def retry(
@@ -119,12 +130,15 @@ async def run_loop(
     concurrency: Concurrency = SEQUENTIAL,
     wind_down: WindDownNotice | None = None,
     bounds: ReplyBounds = DEFAULT_BOUNDS,
+    native: NativeTools | None = None,
 ) -> Completion:
     """Run turns until attempt_completion; `messages` is extended in place (the live context).
 
     `denied` are tools the policy forbids: not offered to the model, but a call of one is parsed
     as a call and goes to the executor, whose error result names the policy (DESIGN 7b).
     `wind_down` may add a "finish now" notice to the context before a model call (DESIGN 12).
+    `native` (tool_mode: native) offers the tools through the provider's tool API; the reply's
+    calls come from there instead of its text, and each gets a result by its id (DESIGN 16).
     """
     by_name = {spec.name: spec for spec in denied}
     by_name.update({spec.name: spec for spec in tools})
@@ -136,14 +150,17 @@ async def run_loop(
         if wind_down is not None:
             wind_down.before_call(messages, events)
         await compactor.maybe_compact(messages, turn=budget.turns)
-        reply = await _call_model(llm, system, messages, events, budget, compactor, cost_of)
+        reply = await _call_model(llm, system, messages, events, budget, compactor, cost_of, native)
         turn = budget.turns
         record_reply(reply, turn, messages, events, cost_of)
-        parsed = parse_reply(reply.text, by_name, unlisted=unlisted)
+        if native is not None:
+            items = native_items(reply, by_name, unlisted)
+            last_cut = bool(items) and isinstance(items[-1], CallError)
+        else:
+            parsed = parse_reply(reply.text, by_name, unlisted=unlisted)
+            items, last_cut = parsed.items, parsed.truncated
         # A call cut at the output limit is not run; a reply with only that ran nothing.
-        found, only_cut = cut_items(
-            reply, parsed.items, last_cut=parsed.truncated, events=events, turn=turn
-        )
+        found, only_cut = cut_items(reply, items, last_cut=last_cut, events=events, turn=turn)
         if not found or only_cut:
             silent_replies += 1
             if silent_replies >= MAX_REPLIES_WITHOUT_TOOL:
@@ -151,7 +168,8 @@ async def run_loop(
         else:
             silent_replies = 0
         if not found:
-            _add_user(messages, events, cut_notice() if was_cut(reply) else REMINDER, turn)
+            reminder = NATIVE_REMINDER if native else REMINDER
+            _add_user(messages, events, cut_notice() if was_cut(reply) else reminder, turn)
             continue
         items, refused = split_calls(found, bounds.max_calls)
         room = ResultRoom(bounds.max_results_chars)
@@ -160,15 +178,18 @@ async def run_loop(
         )
         if completion is not None:
             return completion
-        _add_user(messages, events, "\n\n".join([*feedback, *filter(None, [refused])]), turn)
+        if native is not None:
+            _add(messages, events, results_message(messages[-1], feedback, refused or ""), turn)
+            continue
+        texts = [text for _, text, _ in feedback]
+        _add_user(messages, events, "\n\n".join([*texts, *filter(None, [refused])]), turn)
 
 
 def record_reply(
     reply: Reply, turn: int, messages: list[Message], events: EventSink, cost_of: Any
 ) -> None:
     """Add the model's reply to the context and log it with its `model_call` event."""
-    messages.append(Message("assistant", reply.text))
-    events.message("assistant", reply.text, turn)
+    _add(messages, events, Message("assistant", reply.text, reply.calls), turn)
     events.model_call(
         turn,
         latency_s=reply.latency_s,
@@ -188,8 +209,11 @@ async def _call_model(
     budget: Budget,
     compactor: Compactor,
     cost_of: Any,
+    native: NativeTools | None = None,
 ) -> Reply:
     turn = budget.turns + 1
+    # Only a native request names tools: other providers need not know the keyword.
+    tools: dict[str, Any] = {"tools": native} if native is not None else {}
 
     def on_retry(event: RetryEvent) -> None:
         events.retry(turn, event.attempt, event.reason, event.status, event.wait_s)
@@ -198,11 +222,11 @@ async def _call_model(
     estimate = cost_of(Usage(estimate_tokens(system, messages), budget.reserve_output_tokens))
     with budget.reservation(estimate):
         try:
-            reply = await llm.complete(system, messages, on_retry=on_retry)
+            reply = await llm.complete(system, messages, on_retry=on_retry, **tools)
         except ContextLengthError:
             # The provider counted more than our estimate: compact hard and retry once.
             await compactor.compact(messages, turn=budget.turns, force=True)
-            reply = await llm.complete(system, messages, on_retry=on_retry)
+            reply = await llm.complete(system, messages, on_retry=on_retry, **tools)
     budget.turns = turn
     budget.charge(reply.usage, cost_of(reply.usage))
     return reply
@@ -216,13 +240,14 @@ async def _run_items(
     budget: Budget,
     concurrency: Concurrency,
     room: ResultRoom,
-) -> tuple[Completion | None, list[str]]:
-    """Run the calls of one reply in order (a batch of them at once); stop at attempt_completion."""
-    feedback: list[str] = []
+) -> tuple[Completion | None, list[tuple[ToolCall | CallError, str, bool]]]:
+    """Run the calls of one reply in order (a batch of them at once); stop at attempt_completion.
+    The feedback: each item with the text the model gets and whether it is an error."""
+    feedback: list[tuple[ToolCall | CallError, str, bool]] = []
     for group in batches(items, concurrency):
         item = group[0]
         if isinstance(item, CallError):
-            feedback.append(render_call_error(item))
+            feedback.append((item, render_call_error(item), True))
             continue
         if item.name == ATTEMPT_COMPLETION.name:
             failed = item.arguments.get("status") == "failure"
@@ -244,8 +269,10 @@ async def _run_items(
                 is_error=result.is_error,
                 duration_s=duration_s,
                 **result.log_fields,
+                **({"call_id": call.call_id} if call.call_id else {}),
             )
-            feedback.append(room.fit(call.name, render_result(call.name, result)))
+            text = room.fit(call.name, render_result(call.name, result))
+            feedback.append((call, text, result.is_error))
     return None, feedback
 
 
@@ -256,5 +283,10 @@ async def _timed_call(executor: ToolExecutor, call: ToolCall) -> tuple[ToolResul
 
 
 def _add_user(messages: list[Message], events: EventSink, text: str, turn: int) -> None:
-    messages.append(Message("user", text))
-    events.message("user", text, turn)
+    _add(messages, events, Message("user", text), turn)
+
+
+def _add(messages: list[Message], events: EventSink, message: Message, turn: int) -> None:
+    """Add `message` to the context and the log (native calls and results with it)."""
+    messages.append(message)
+    events.message(message.role, message.content, turn, **native_fields(message))

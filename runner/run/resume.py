@@ -15,6 +15,7 @@ from runner.run.agent_resume import settled_agent_calls
 from runner.run.app import Job, RunOptions, execute, prepare_jobs
 from runner.run.checkout import Located, locate_in_checkout
 from runner.run.isolation import parent_worktree
+from runner.run.native_turn import answer_open_calls, logged_tool_mode
 from runner.run.resume_task import check_header_names, resumed_task
 from runner.run.session import ResumePoint
 from runner.sessionlog import SessionRecord, read_session, rebuild_messages, sessions_to_resume
@@ -71,7 +72,9 @@ def resume_sessions(
         model = args.model or str(record.header.get("model") or "") or None
         if args.model and args.model != record.header.get("model"):
             _warn(f"{log}: model drifted: was {record.header.get('model')}, now {args.model}")
-        [job] = prepare_jobs([task], settings, model)
+        task = logged_tool_mode(task, record, settings, log)
+        # The log's mode wins over --tool-mode (checked above) and over the task file's.
+        [job] = prepare_jobs([task], settings.model_copy(update={"tool_mode": None}), model)
         job.resume = _resume_point(record, args.message)
         jobs.append(job)
     return execute(jobs, settings, options)
@@ -101,15 +104,19 @@ def _warn(text: str) -> None:
 
 
 def _resume_point(record: SessionRecord, message: str | None) -> ResumePoint:
-    context = [Message(m["role"], m["content"]) for m in rebuild_messages(record)]  # type: ignore[arg-type]
+    context = [Message.from_record(m) for m in rebuild_messages(record)]
     text = message or default_message(record)
     settled = settled_agent_calls(record)  # sub-agents the cut-off reply started
     if settled:
         text = f"{settled}\n\n{text}"
+    # Native mode: the parent's last calls that got no result (it stopped first) get one now.
+    results = answer_open_calls(context, "").results
     if context and context[-1].role == "user":
         # The parent stopped before the model answered its last message: fold the two together
-        # so that roles keep alternating.
-        text = f"{context.pop().content}\n\n{text}"
+        # so that roles keep alternating (keeping its native results).
+        last = context.pop()
+        text = f"{last.content}\n\n{text}" if last.content else text
+        results = last.results
     return ResumePoint(
         parent_id=record.session_id,
         messages=context,
@@ -117,6 +124,7 @@ def _resume_point(record: SessionRecord, message: str | None) -> ResumePoint:
         budget_used=_used(record),
         expected_tools=tuple(t.get("name", "") for t in record.header.get("tools") or []),
         worktree=parent_worktree(record.header, record.path),
+        results=results,
     )
 
 

@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner import __version__
-from runner.errors import ExitCode, McpServerError, ProviderError, RunnerError, SandboxUnavailable
-from runner.llm import LLM, Message, Usage, context_window_of, cost_usd
+from runner.errors import ExitCode, RunnerError
+from runner.llm import LLM, Message, NativeResult, Usage, context_window_of, cost_usd
 from runner.mcp import McpHub, McpLimits
 from runner.outcome import Status, TaskOutcome, Totals
 from runner.redact import Redactor
@@ -25,14 +24,20 @@ from runner.run.checks import structured_result
 from runner.run.compaction import Compactor
 from runner.run.features import end_hooks, guarded, start_hooks, task_skills, tools_with_skills
 from runner.run.hooks import HookRunner
-from runner.run.isolation import checkout_of
 from runner.run.judge import judge_completion
 from runner.run.loop import AgentGaveUp, Completion, run_loop
+from runner.run.native_turn import (
+    ANSWERED,
+    answer_open_calls,
+    native_fields,
+    native_model,
+)
 from runner.run.parallel import call_concurrency
 from runner.run.progress import Progress
 from runner.run.replybounds import ReplyBounds
 from runner.run.requirements import GitState, git_state
 from runner.run.sandboxing import TaskSandbox, task_sandbox
+from runner.run.session_header import error_kind, session_header, tool_drift
 from runner.run.session_tools import check_tool_patterns, task_system_prompt
 from runner.run.tracing import traced_llm, traced_tools
 from runner.run.winddown import WindDown
@@ -81,6 +86,8 @@ class ResumePoint:
     """The parent's tool names, to warn when the tools drifted."""
     worktree: dict[str, str] | None = None
     """The parent ran in a worktree: its `head` and `patch` (runner.run.isolation)."""
+    results: tuple[NativeResult, ...] = ()
+    """Native mode: results the appended message owes the parent's last calls."""
 
 
 @dataclass
@@ -143,7 +150,7 @@ async def _run_task(
         status, kind, reason = "interrupted", "signal", "interrupted by a signal"
         code = ctx.signal_exit
     except RunnerError as error:
-        status, kind, reason, code = "error", _error_kind(error), str(error), error.exit_code
+        status, kind, reason, code = "error", error_kind(error), str(error), error.exit_code
     except Exception as error:  # a bug: keep the batch going, record the traceback
         status, kind, code = "error", "internal", ExitCode.INTERNAL
         reason = f"internal error: {error!r}"
@@ -196,19 +203,6 @@ def _end_log(
     return None
 
 
-def _error_kind(error: RunnerError) -> str:
-    """The outcome's `kind` for an operator error (subclasses included)."""
-    if isinstance(error, ProviderError):
-        return "provider"
-    if isinstance(error, McpServerError):
-        return "mcp"
-    if isinstance(error, LogWriteError):
-        return "artifacts"
-    if isinstance(error, SandboxUnavailable):
-        return "sandbox"
-    return "config"
-
-
 def _totals(state: _State) -> Totals:
     usage = state.budget.usage
     return Totals(
@@ -259,7 +253,11 @@ async def _run(
                 task, settings, tools, ctx.env, mask=redactor.text, skills=skills
             )
             _open_log(task, llm, ctx, state, redactor, system, tools, resume)
-            _warn_on_tool_drift(resume, tools, state, ctx)
+            if resume is not None and state.log is not None:
+                drift = tool_drift(resume.expected_tools, tools)
+                if drift:
+                    state.log.warning(drift)
+                    ctx.say(f"warning: {drift}")
             state.hooks = start_hooks(
                 task,
                 ctx.env,
@@ -280,24 +278,6 @@ async def _run(
         raise
 
 
-def _warn_on_tool_drift(
-    resume: ResumePoint | None, tools: list[ToolSpec], state: _State, ctx: RunContext
-) -> None:
-    if resume is None or state.log is None:
-        return
-    now = {t.name for t in tools}
-    before = set(resume.expected_tools)
-    if now != before:
-        changes = [
-            f"{what} {', '.join(names)}"
-            for what, names in (("added", sorted(now - before)), ("removed", sorted(before - now)))
-            if names
-        ]
-        line = f"tools drifted since the parent session: {'; '.join(changes)}"
-        state.log.warning(line)
-        ctx.say(f"warning: {line}")
-
-
 def _open_log(
     task: Task,
     llm: LLM,
@@ -308,26 +288,10 @@ def _open_log(
     tools: list[ToolSpec],
     resume: ResumePoint | None,
 ) -> None:
-    header: dict[str, Any] = {
-        "run_id": ctx.run_id,
-        "parent_id": resume.parent_id if resume else None,
-        "runner_version": __version__,
-        "task": task.record(),
-        "task_file": str(task.file),
-        "checkout": checkout_of(task, Path.cwd()),
-        "model": f"{llm.provider}:{llm.model}",
-        "sandbox": state.sandbox.record.as_json() if state.sandbox else None,
-        "system_prompt": system,
-        "tools": [
-            {
-                "name": t.name,
-                "description": t.description,
-                "input_schema": t.input_schema,
-                "server": t.server,
-            }
-            for t in tools
-        ],
-    }
+    sandbox = state.sandbox.record.as_json() if state.sandbox else None
+    header = session_header(
+        task, llm, ctx.run_id, resume.parent_id if resume else None, sandbox, system, tools
+    )
     state.log = SessionLogWriter.create(ctx.out_dir, header, redactor)
     for line in state.early_warnings:
         state.log.warning(line)
@@ -348,6 +312,7 @@ async def _converse(
     assert log is not None
     llm = traced_llm(llm)
     info = llm.info
+    llm, native = native_model(task, llm, tools)  # tool_mode native: requests carry the tools
 
     def cost_of(usage: Usage) -> float:
         return cost_usd(usage, info)
@@ -357,12 +322,11 @@ async def _converse(
         messages = [Message("user", task.prompt + opening)]
         log.message("user", task.prompt + opening, 0)
     else:
-        log.resume(
-            resume.parent_id, [{"role": m.role, "content": m.content} for m in resume.messages]
-        )
-        messages = [*resume.messages, Message("user", resume.message + opening)]
+        log.resume(resume.parent_id, [m.record() for m in resume.messages])
+        first = Message("user", resume.message + opening, results=resume.results)
+        messages = [*resume.messages, first]
         # Turns continue from the parent's: the new message belongs to its last turn.
-        log.message("user", resume.message + opening, state.budget.turns)
+        log.message("user", first.content, state.budget.turns, **native_fields(first))
     compactor = Compactor(
         llm=llm,
         system=system,
@@ -401,6 +365,7 @@ async def _converse(
                     bounds=ReplyBounds(
                         ctx.settings.max_tool_calls_per_reply, ctx.settings.max_turn_results_chars
                     ),
+                    native=native,
                 )
                 if state.completion.status == "failure":
                     return "failed", "agent", "the agent reported failure"
@@ -423,8 +388,9 @@ async def _converse(
                 if attempts_left <= 0 or verdict.kind == "requirement":
                     return "failed", verdict.kind, verdict.reason
                 attempts_left -= 1
-                messages.append(Message("user", verdict.feedback))
-                log.message("user", verdict.feedback, state.budget.turns)
+                retry = answer_open_calls(messages, verdict.feedback, ANSWERED)
+                messages.append(retry)
+                log.message("user", retry.content, state.budget.turns, **native_fields(retry))
     except TimeoutError:
         if not scope.expired():
             raise

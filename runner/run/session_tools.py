@@ -63,6 +63,7 @@ def task_system_prompt(
         facts=host_facts(env),
         budgeting=task_budgeting(task, mask or (lambda text: text)),
         max_file_bytes=settings.prompt_file_max_bytes,
+        native=task.spec.tool_mode == "native",
     )
     if skills:  # after the dynamic sections, before the tool catalogue
         at = next(i for i, section in enumerate(built) if section.title == "MCP SERVERS")

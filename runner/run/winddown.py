@@ -17,12 +17,13 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from runner.errors import RunnerError
 from runner.llm import LLM, Message, Usage
 from runner.run.budget import Budget, LimitExceeded
 from runner.run.loop import Completion, EventSink, record_reply
+from runner.run.native_turn import answer_open_calls, native_fields
 from runner.toolcall import ATTEMPT_COMPLETION, ToolCall, parse_reply
 
 __all__ = [
@@ -116,8 +117,8 @@ class WindDown:
         text = self.notice()
         if text is None:
             return
-        _append_user(messages, text)
-        events.message("user", text, self.budget.turns)
+        native = _append_user(messages, text)
+        events.message("user", text, self.budget.turns, **native)
 
     def final_report_allowed(self, limit: LimitExceeded) -> bool:
         """Whether the last call may be made after `limit` stopped the task."""
@@ -146,9 +147,9 @@ class WindDown:
         if not self.final_report_allowed(limit):
             return None
         request = final_report_request(str(limit))
-        _append_user(messages, request)
+        native = _append_user(messages, request)
         turn = self.budget.turns + 1
-        events.message("user", request, self.budget.turns)
+        events.message("user", request, self.budget.turns, **native)
         try:
             async with asyncio.timeout(self.report_timeout_s()):
                 reply = await llm.complete(system, messages)
@@ -163,13 +164,17 @@ class WindDown:
         return Completion(_report_text(reply.text), "failure")
 
 
-def _append_user(messages: list[Message], text: str) -> None:
+def _append_user(messages: list[Message], text: str) -> dict[str, Any]:
     """Add a user message; fold it into the last one when that is a user message too, so roles
     keep alternating for providers that insist on it."""
     if messages and messages[-1].role == "user":
-        messages[-1] = Message("user", f"{messages[-1].content}\n\n{text}")
-    else:
-        messages.append(Message("user", text))
+        last = messages[-1]
+        joined = f"{last.content}\n\n{text}" if last.content else text
+        messages[-1] = Message("user", joined, results=last.results)
+        return {}
+    # Native calls the limit cut off before they ran get their answer with it (logged too).
+    messages.append(answer_open_calls(messages, text))
+    return native_fields(messages[-1])
 
 
 def _report_text(text: str) -> str:

@@ -183,6 +183,8 @@ class Header:
     parent_call: dict[str, Any] | None = None
     """A sub-agent's session: that call, as `{turn, index, agent, task}` (`index` counts the
     reply's sub_agent calls from 0)."""
+    tool_mode: str = "xml"
+    """How the session calls tools: `xml` or `native` (DESIGN 16); a log resumes in its mode."""
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Header:
@@ -212,6 +214,8 @@ class Header:
             "system_prompt": self.system_prompt,
             "system_prompt_sha256": "",
             "tools": [_tool_dict(t) for t in self.tools],
+            # Written for native sessions only: a log without it is xml, as older logs are.
+            **({"tool_mode": self.tool_mode} if self.tool_mode != "xml" else {}),
             "host": dict(self.host),
             "started_at": self.started_at,
             **(

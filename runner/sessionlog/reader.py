@@ -121,20 +121,27 @@ def read_session(path: Path) -> SessionRecord:
     return SessionRecord(path=path, header=header, events=events, end=end, torn=torn)
 
 
-def rebuild_messages(record: SessionRecord) -> list[dict[str, str]]:
-    """The context as it stood at the end of the log, as `{role, content}` dicts in order.
+def rebuild_messages(record: SessionRecord) -> list[dict[str, Any]]:
+    """The context as it stood at the end of the log, as `{role, content}` dicts in order (with
+    `tool_calls`/`tool_results` for the messages of a native session that have them).
 
     Messages append; a `compaction` or `resume` event replaces the context with its `messages`.
     """
-    messages: list[dict[str, str]] = []
+    messages: list[dict[str, Any]] = []
     for event in record.events:
         if event["type"] == "message":
-            messages.append({"role": str(event["role"]), "content": str(event["content"])})
+            messages.append(_message(event))
         elif event["type"] in ("compaction", "resume"):
-            messages = [
-                {"role": str(m["role"]), "content": str(m["content"])} for m in event["messages"]
-            ]
+            messages = [_message(m) for m in event["messages"]]
     return messages
+
+
+def _message(line: dict[str, Any]) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": str(line["role"]), "content": str(line["content"])}
+    for key in ("tool_calls", "tool_results"):
+        if isinstance(line.get(key), list) and line[key]:
+            message[key] = line[key]
+    return message
 
 
 def status_of(record: SessionRecord) -> str:

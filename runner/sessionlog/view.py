@@ -39,7 +39,9 @@ def _shown_results(record: SessionRecord) -> dict[int, str]:
         if kind == "tool_call":
             pending.append(event)
         elif kind == "message":
-            if pending and event.get("role") == "user":
+            if event.get("tool_calls") or event.get("tool_results"):
+                left[index] = _native_text(event, pending)
+            elif pending and event.get("role") == "user":
                 content = str(event.get("content", ""))
                 for call in pending:
                     block = render_result(
@@ -50,6 +52,20 @@ def _shown_results(record: SessionRecord) -> dict[int, str]:
                 left[index] = "\n\n".join(p for p in content.split("\n\n") if p.strip())
             pending = []
     return left
+
+
+def _native_text(event: dict[str, Any], ran: list[dict[str, Any]]) -> str:
+    """A native message as shown: its text, the calls no tool_call line shows (the completion),
+    and the results of calls that did not run (malformed arguments, calls cut off)."""
+    shown = {call.get("call_id") for call in ran}
+    parts = [str(event.get("content", ""))]
+    for call in event.get("tool_calls") or []:
+        if isinstance(call, dict) and call.get("name") == "attempt_completion":
+            parts.append(f"[call attempt_completion] {call.get('arguments', '')}")
+    for result in event.get("tool_results") or []:
+        if isinstance(result, dict) and result.get("id") not in shown:
+            parts.append(str(result.get("content", "")))
+    return "\n\n".join(part for part in parts if part.strip())
 
 
 def _header_lines(record: SessionRecord) -> list[str]:

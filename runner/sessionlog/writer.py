@@ -149,11 +149,24 @@ class SessionLogWriter:
         """True once `end` has been written."""
         return self._ended
 
-    def message(self, role: Literal["user", "assistant"], content: str, turn: int) -> None:
-        """A message added to the context: the task prompt, a reply, tool results, a resume note."""
+    def message(
+        self,
+        role: Literal["user", "assistant"],
+        content: str,
+        turn: int,
+        *,
+        tool_calls: Sequence[Mapping[str, Any]] | None = None,
+        tool_results: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None:
+        """A message added to the context: the task prompt, a reply, tool results, a resume note.
+        Native mode: an assistant message's `tool_calls` (`{id, name, arguments}`), a user
+        message's `tool_results` (`{id, name, content, is_error}`), kept for resume."""
         if role not in ("user", "assistant"):
             raise ValueError(f"message role must be user or assistant, not {role!r}")
-        self._event("message", role=role, content=content, turn=turn)
+        native = {"tool_calls": list(tool_calls)} if tool_calls else {}
+        if tool_results:
+            native["tool_results"] = list(tool_results)
+        self._event("message", role=role, content=content, turn=turn, **native)
 
     def model_call(
         self,
@@ -195,12 +208,16 @@ class SessionLogWriter:
         is_error: bool,
         duration_s: float,
         child_session_id: str | None = None,
+        call_id: str | None = None,
     ) -> None:
         """One tool call and its result; a result over the cap is stored in a file of its own.
-        `child_session_id`: the session a `sub_agent` call started."""
+        `child_session_id`: the session a `sub_agent` call started; `call_id`: the provider's
+        id of a native call."""
         self._tool_calls += 1
         preview, ref, size = self._spill("tool-results", self._tool_calls, result)
         child = {"child_session_id": child_session_id} if child_session_id else {}
+        if call_id:
+            child["call_id"] = call_id
         self._event(
             "tool_call",
             turn=turn,
@@ -223,7 +240,7 @@ class SessionLogWriter:
         kind: CompactionKind,
         before_tokens: int,
         after_tokens: int,
-        messages: Sequence[Mapping[str, str]],
+        messages: Sequence[Mapping[str, Any]],
         summary: str | None = None,
     ) -> None:
         """The context was compacted; `messages` is the whole new context, for resume to rebuild."""
@@ -239,7 +256,7 @@ class SessionLogWriter:
             summary=summary,
         )
 
-    def resume(self, parent_id: str, messages: Sequence[Mapping[str, str]]) -> None:
+    def resume(self, parent_id: str, messages: Sequence[Mapping[str, Any]]) -> None:
         """The context this resumed session starts from (its parent's), before any new message."""
         self._event("resume", parent_id=parent_id, messages=_messages(messages))
 
@@ -373,5 +390,13 @@ class SessionLogWriter:
         return spill(self.path.parent, ref, redacted, self._result_cap, self._preview)
 
 
-def _messages(messages: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
-    return [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
+def _messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Messages as `{role, content}`, with native `tool_calls`/`tool_results` when they have any."""
+    return [
+        {
+            "role": str(m["role"]),
+            "content": str(m["content"]),
+            **{key: list(m[key]) for key in ("tool_calls", "tool_results") if m.get(key)},
+        }
+        for m in messages
+    ]

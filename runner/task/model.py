@@ -168,8 +168,9 @@ class TaskSpec(_Strict):
     """`TOOL(GLOB)` rules over the calls' main arguments; deny wins."""
     isolation: Literal["none", "worktree"] = "none"
     """`worktree`: run in a fresh git worktree of the workdir; the change becomes a patch."""
-    tool_mode: Literal["xml", "native"] = "xml"
-    """How tool calls are made: XML in text (default) or the provider's native tool API."""
+    tool_mode: Literal["xml", "native", "auto"] = "xml"
+    """How tool calls are made: XML in text (default), the provider's native tool API, or
+    `auto` (native where the provider and model support it, see runner.run.native_turn)."""
     agents: dict[str, AgentSpec] = Field(default_factory=dict)
     """Sub-agents the task may start with the `sub_agent` tool (runner.task.agents)."""
     sandbox: SandboxSettings = SandboxSettings()

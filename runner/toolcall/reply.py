@@ -69,6 +69,8 @@ class ToolCall:
     """Parameter name to coerced value."""
     raw: str = field(default="", compare=False)
     """The call's text in the reply, from `<tool>` to `</tool>`."""
+    call_id: str = field(default="", compare=False)
+    """Native mode: the provider's id of the call; empty in xml mode."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,8 @@ class CallError:
     """Names the parameter and the expected form; sent back to the model."""
     raw: str = field(default="", compare=False)
     """The call's text in the reply."""
+    call_id: str = field(default="", compare=False)
+    """Native mode: the provider's id of the call; empty in xml mode."""
 
 
 @dataclass(frozen=True)

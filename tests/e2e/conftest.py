@@ -83,6 +83,8 @@ class Scenario:
     """What the server plays once the script is used up."""
     extra_files: Mapping[str, str] = field(default_factory=dict)
     """Files of the scenario folder itself (config files, more task files)."""
+    routes: Mapping[str, Sequence[Step]] = field(default_factory=dict)
+    """The fake server's scripts by a marker of the first user message (see FakeModelServer)."""
 
 
 @dataclass
@@ -211,10 +213,18 @@ def start(
     """
     prepare(scenario, root)
     if server is None:
-        server = FakeModelServer(scenario.steps, default=scenario.default).start()
+        server = FakeModelServer(
+            scenario.steps, default=scenario.default, routes=dict(scenario.routes)
+        ).start()
     env = clean_env(
         root,
-        {"OPENAI_BASE_URL": server.openai_base_url, "OPENAI_API_KEY": API_KEY, **scenario.env},
+        {
+            "OPENAI_BASE_URL": server.openai_base_url,
+            "OPENAI_API_KEY": API_KEY,
+            # Used only by tasks on an anthropic model, which also need ANTHROPIC_API_KEY.
+            "ANTHROPIC_BASE_URL": server.anthropic_base_url,
+            **scenario.env,
+        },
     )
     args = scenario.args if scenario.args is not None else default_args()
     with (

@@ -171,6 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--http", action="store_true")
     parser.add_argument("--hang-at-initialize", action="store_true")
     parser.add_argument("--fail-at-start", action="store_true")
+    parser.add_argument(
+        "--dotted-tool", action="store_true", help="also offer `notes.echo` (a name with a dot)"
+    )
     opts = parser.parse_args(argv)
     if opts.fail_at_start:
         print("test server: failing at start as asked", file=sys.stderr, flush=True)
@@ -179,6 +182,13 @@ def main(argv: list[str] | None = None) -> int:
         _hang()
         return 0
     app = build_server(opts.name)
+    if opts.dotted_tool:
+
+        @app.tool(name="notes.echo")
+        def notes_echo(text: Annotated[str, Field(description="Text to send back.")]) -> str:
+            """Return the text unchanged (a tool whose name OpenAI refuses)."""
+            return text
+
     if opts.http:
         anyio.run(_serve_http, app)
     else:

@@ -29,6 +29,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Literal
 
+from tests.fakes.native_wire import (
+    FakeCall,
+    anthropic_blocks,
+    anthropic_events,
+    openai_chunks,
+    openai_message,
+)
 from tests.fakes.prompt_cache import PromptCache
 
 __all__ = ["FakeModelServer", "Fault", "RecordedRequest", "Step", "fault", "main", "reply"]
@@ -85,6 +92,9 @@ class Step:
     `data: [DONE]`, the chunked terminator) until the server has received this many requests in
     all (bounded by `hold_timeout_s`, counted in `hold_timeouts`): a client that waits for the
     end before its next request waits out the bound."""
+    tool_calls: tuple[FakeCall, ...] = ()
+    """Native tool calls streamed after the text (tests.fakes.native_wire); the stop reason
+    becomes `tool_calls` (OpenAI) or `tool_use` (Anthropic) unless `stop_reason` says another."""
 
 
 def reply(text: str, **fields: Any) -> Step:
@@ -502,7 +512,9 @@ class _OpenAIWire:
         }
 
     def whole(self) -> dict[str, Any]:
-        message = {"role": "assistant", "content": self.step.text}
+        message: dict[str, Any] = {"role": "assistant", "content": self.step.text}
+        if self.step.tool_calls:
+            message["tool_calls"] = openai_message(self.step.tool_calls)
         result: dict[str, Any] = {
             "id": "chatcmpl-fake",
             "object": "chat.completion",
@@ -517,7 +529,7 @@ class _OpenAIWire:
         return result
 
     def _finish(self) -> str:
-        return self.step.stop_reason or "stop"
+        return self.step.stop_reason or ("tool_calls" if self.step.tool_calls else "stop")
 
     def _chunk(self, choices: list[dict[str, Any]], **extra: Any) -> bytes:
         chunk = {
@@ -536,6 +548,7 @@ class _OpenAIWire:
         for piece in _pieces(self.step.text, self.step.chunks):
             content = {"index": 0, "delta": {"content": piece}, "finish_reason": None}
             yield self._chunk([content])
+        yield from openai_chunks(self.step.tool_calls, self._chunk)
         if self.step.fault == "stream_error":
             error = {"message": "The server had an error while processing your request."}
             yield f"data: {json.dumps({'error': {**error, 'type': 'server_error'}})}\n\n".encode()
@@ -578,13 +591,17 @@ class _AnthropicWire:
         return message
 
     def whole(self) -> dict[str, Any]:
-        message = self._message([{"type": "text", "text": self.step.text}], self._stop())
+        content = [
+            {"type": "text", "text": self.step.text},
+            *anthropic_blocks(self.step.tool_calls),
+        ]
+        message = self._message(content, self._stop())
         if "usage" in message:
             message["usage"]["output_tokens"] = _output_tokens(self.step)
         return message
 
     def _stop(self) -> str:
-        return self.step.stop_reason or "end_turn"
+        return self.step.stop_reason or ("tool_use" if self.step.tool_calls else "end_turn")
 
     @staticmethod
     def _event(name: str, data: dict[str, Any]) -> bytes:
@@ -604,6 +621,7 @@ class _AnthropicWire:
             yield self._event("error", error)
             return
         yield self._event("content_block_stop", {"type": "content_block_stop", "index": 0})
+        yield from anthropic_events(self.step.tool_calls, 1, self._event)
         message_delta: dict[str, Any] = {
             "type": "message_delta",
             "delta": {"stop_reason": self._stop(), "stop_sequence": None},
@@ -614,8 +632,12 @@ class _AnthropicWire:
         yield self._event("message_stop", {"type": "message_stop"})
 
     def final_index(self, events: list[bytes]) -> int:
-        """Index of content_block_stop: a cut stream stops before it."""
-        return len(events) - 3
+        """Index of the first content_block_stop: a cut stream stops before it."""
+        return (
+            len(events) - 3
+            if not self.step.tool_calls
+            else 4 + len(_pieces(self.step.text, self.step.chunks))
+        )
 
 
 def _text_block(text: str) -> dict[str, Any]:

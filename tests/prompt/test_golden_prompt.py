@@ -85,3 +85,28 @@ def test_the_system_prompt_matches_the_golden_file(tmp_path):
     if os.environ.get("UPDATE_GOLDEN"):
         GOLDEN.write_text(text, encoding="utf-8")
     assert text == GOLDEN.read_text(encoding="utf-8")
+
+
+NATIVE_GOLDEN = Path(__file__).parent / "golden" / "system-prompt-native.md"
+
+
+def test_the_native_system_prompt_matches_its_golden_file_and_says_nothing_about_xml(tmp_path):
+    workdir, extra = project(tmp_path)
+    sections = build_sections(
+        workdir=workdir,
+        prompt_dirs=[extra],
+        inline_sections={"STYLE": "Be brief."},
+        servers={"workspace": [READ_FILE]},
+        tools=[READ_FILE],
+        facts=FACTS,
+        budgeting=BUDGETING,
+        native=True,
+    )
+    assert [s.title for s in sections] == [t for t in ORDER if t != "TOOLS"]
+    text = render_sections(sections).replace(str(workdir), "<WORKDIR>")
+    if os.environ.get("UPDATE_GOLDEN"):
+        NATIVE_GOLDEN.write_text(text, encoding="utf-8")
+    assert text == NATIVE_GOLDEN.read_text(encoding="utf-8")
+    tool_use = text.split("# TOOL USE", 1)[1]
+    assert "XML" not in tool_use and "<" not in tool_use
+    assert len(tool_use) < 800
