@@ -5,6 +5,7 @@ results go back by id, the log keeps the ids, and a malformed call or a mapped n
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -68,6 +69,20 @@ for _wire in WIRES:
     SCENARIOS[f"{_wire}-malformed"] = (
         _wire,
         [native(call("write_to_file", '{"path": "out.txt", "content": "hel')), done("gave up")],
+        (),
+        {},
+    )
+    SCENARIOS[f"{_wire}-cut"] = (
+        _wire,
+        [
+            dataclasses.replace(
+                native(
+                    call("read_file", {"path": "in.txt"}), call("write_to_file", '{"path": "o')
+                ),
+                stop_reason="length" if _wire == "openai" else "max_tokens",
+            ),
+            done("went on in smaller steps"),
+        ],
         (),
         {},
     )
@@ -239,6 +254,22 @@ def test_malformed_json_arguments_become_an_error_naming_the_tool(
     if wire == "anthropic":
         assert result["is_error"] is True
     assert run.events("tool_call") == []
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_a_native_call_cut_at_the_output_limit_is_not_run_and_keeps_its_id(
+    runs: dict[str, Done], wire: str
+) -> None:
+    run = runs[f"{wire}-cut"]
+    assert run.code == 0, run.explain()
+    assert [e["tool"] for e in run.events("tool_call")] == ["read_file"]
+    # Every call of the cut reply is answered under its own id (the APIs refuse a missing one).
+    read, cut = results_sent(bodies(run)[1], wire)
+    assert "hello" in str(read["content"])
+    assert "output token limit" in str(cut["content"]) and "smaller steps" in str(cut["content"])
+    assert "not valid JSON" not in str(cut["content"])
+    warnings = [e["message"] for e in run.events("warning")]
+    assert any("cut at the output limit" in w and "write_to_file" in w for w in warnings)
 
 
 @pytest.mark.parametrize("wire", WIRES)
