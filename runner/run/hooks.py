@@ -81,14 +81,21 @@ class HookRunner:
         log: HookLog,
         warn: Callable[[str], None],
         turn: Callable[[], int],
+        mask: Callable[[str], str] = str,
     ) -> None:
         self.hooks = hooks
+        self._mask = mask
+        """Masks secrets in what a hook prints before it goes back to the model."""
         self._workdir = workdir
         self._env = dict(env)
         self._session_id = session_id
         self._log = log
         self._warn = warn
         self._turn = turn
+
+    def _said(self, output: str) -> str:
+        """A hook's output as the model gets it: the end of it, secrets masked."""
+        return self._mask(_text(output))
 
     def tool_hooks(self, event: Literal["pre_tool", "post_tool"], tool: str) -> list[ToolHook]:
         hooks: list[ToolHook] = getattr(self.hooks, event)
@@ -103,7 +110,7 @@ class HookRunner:
             payload = {"tool": tool, "arguments": decision.arguments}
             run, outcome = await self._run("pre_tool", hook, payload, tool, self._pre_outcome)
             if outcome == "blocked":
-                reason = _text(run.stderr) or f"exit code {BLOCK_EXIT_CODE}, no reason given"
+                reason = self._said(run.stderr) or f"exit code {BLOCK_EXIT_CODE}, no reason given"
                 return PreToolDecision(decision.arguments, blocked=f"`{hook.run}`: {reason}")
             if outcome == "rewrote":
                 new = json.loads(run.stdout)["arguments"]
@@ -127,7 +134,7 @@ class HookRunner:
             payload = {"tool": tool, "arguments": arguments, "result": cut, "is_error": is_error}
             run, outcome = await self._run("post_tool", hook, payload, tool)
             if outcome == "ok" and run.stdout.strip():
-                added.append(_text(run.stdout))
+                added.append(self._said(run.stdout))
         return "\n".join(added)
 
     async def stop(self, result: str) -> str | None:
@@ -135,7 +142,7 @@ class HookRunner:
         for hook in self.hooks.stop:
             run, outcome = await self._run("stop", hook, {"result": result})
             if outcome == "blocked":
-                reason = _text(run.stderr) or _text(run.stdout) or "no reason given"
+                reason = self._said(run.stderr) or self._said(run.stdout) or "no reason given"
                 return f"`{hook.run}`: {reason}"
         return None
 
@@ -145,7 +152,7 @@ class HookRunner:
         for hook in self.hooks.session_start:
             run, outcome = await self._run("session_start", hook, {})
             if outcome == "ok" and run.stdout.strip():
-                added.append(_text(run.stdout))
+                added.append(self._said(run.stdout))
         return "".join(f"\n\n[session_start hook output]\n{text}" for text in added)
 
     async def session_end(self, status: str, reason: str) -> None:

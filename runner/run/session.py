@@ -265,6 +265,7 @@ async def _run(
                 lambda line: _warn(ctx, redactor, line),
                 tools,
                 lambda: state.budget.turns,
+                mask=redactor.text,
             )
             state.executor = guarded(task, hub, own, skills, state.hooks)
             # Everything imported and built so far lives for the whole run; the collector need not

@@ -85,6 +85,11 @@ SCENARIOS = {
             complete("second try"),
         ],
     ),
+    "stop_secret": Scenario(
+        task=_task({"stop": [{"run": "cat key.txt >&2; exit 2"}]}, success={"retries": 1}),
+        files={"key.txt": f"the key is {API_KEY}\n"},
+        steps=[complete("first try"), complete("second try")],
+    ),
     "stop_exhausted": Scenario(
         task=_task({"stop": [{"run": "echo 'not yet' >&2; exit 2"}]}),
         steps=[complete("too early")],
@@ -191,6 +196,12 @@ def test_a_stop_hook_refuses_then_accepts_the_completion(runs):
     stops = [h for h in _hooks(done) if h["event"] == "stop"]
     assert [h["outcome"] for h in stops] == ["blocked", "ok"]
     assert "done.txt is missing" in _sent(done, 1)
+
+
+def test_a_stop_hook_refusal_reaches_the_model_with_secrets_masked(runs):
+    done = runs["stop_secret"]
+    sent = _sent(done, 1)
+    assert "the key is" in sent and API_KEY not in sent
 
 
 def test_a_stop_hook_refusal_counts_against_the_retries(runs):
