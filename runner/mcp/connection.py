@@ -25,17 +25,14 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from runner.mcp.extension import WORKSPACE, ExtensionConfig
-from runner.mcp.launch import server_env
+from runner.mcp.extension import ExtensionConfig
 from runner.mcp.limits import DEFAULT_LIMITS, McpLimits
 from runner.mcp.render import ConnectionLost, EventSink, HubEvent, StartFailure, timeout_text
 from runner.mcp.results import CONNECTION_CLOSED, REQUEST_TIMEOUT, render_error, render_result
-from runner.mcp.spawn import discard
+from runner.mcp.spawn import discard, stdio_server_env
 from runner.mcp.stdio import stdio_transport
 from runner.redact import Redactor
 from runner.toolcall import ToolResult, ToolSpec
-from runner.workspace import SANDBOX_ENV, TRACE_ENV
-from runner.workspace import current as current_sandbox
 
 __all__ = ["Connection"]
 
@@ -243,14 +240,10 @@ class Connection:
     def _stdio_transport(self, errlog: TextIO, process: Any | None = None) -> Any:
         cfg = self.config
         assert cfg.cmd is not None  # ExtensionConfig validates it for enabled servers
-        # A traced run's TRACEPARENT (of the task's span), under what the task itself sets.
-        env = {**(TRACE_ENV.get() or {}), **server_env(self._base_env, cfg.envs)}
-        if cfg.name == WORKSPACE and (sandbox := current_sandbox()) is not None:
-            env[SANDBOX_ENV] = sandbox.to_json()  # its commands run in the task's sandbox
         params = StdioServerParameters(
             command=cfg.cmd,
             args=list(cfg.args),
-            env=env,
+            env=stdio_server_env(cfg, self._base_env),
             cwd=self._workdir,
         )
         return stdio_transport(

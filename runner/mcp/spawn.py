@@ -25,12 +25,13 @@ from pathlib import Path
 import anyio
 from anyio.abc import Process
 
-from runner.mcp.extension import ExtensionConfig
+from runner.mcp.extension import WORKSPACE, ExtensionConfig
 from runner.mcp.launch import builtin_workspace_root, server_env
 from runner.settings import environ
-from runner.workspace import TRACE_ENV
+from runner.workspace import SANDBOX_ENV, TRACE_ENV
+from runner.workspace import current as current_sandbox
 
-__all__ = ["SDK_INHERITED_ENV", "discard", "spawn_early"]
+__all__ = ["SDK_INHERITED_ENV", "discard", "spawn_early", "stdio_server_env"]
 
 SDK_INHERITED_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
 """The variables the SDK's `get_default_environment()` passes on POSIX (a test compares)."""
@@ -55,6 +56,17 @@ def _early(config: ExtensionConfig) -> bool:
     )
 
 
+def stdio_server_env(config: ExtensionConfig, base_env: Mapping[str, str]) -> dict[str, str]:
+    """What a stdio server gets beyond the SDK's default variables: a traced run's TRACEPARENT
+    (of the task's span) under what the task sets, and for the workspace server its task's
+    sandbox (its commands run confined as the in-process workspace's do). One function for the
+    early spawn and the connection, so the two cannot drift apart."""
+    env = {**(TRACE_ENV.get() or {}), **server_env(base_env, config.envs)}
+    if config.name == WORKSPACE and (sandbox := current_sandbox()) is not None:
+        env[SANDBOX_ENV] = sandbox.to_json()
+    return env
+
+
 async def spawn_early(
     configs: Sequence[ExtensionConfig], *, workdir: Path, base_env: Mapping[str, str]
 ) -> dict[str, Process]:
@@ -72,13 +84,8 @@ async def spawn_early(
             try:
                 started[config.name] = await anyio.open_process(
                     [config.cmd, *config.args],
-                    # As `Connection._stdio_transport` builds it: a traced run's TRACEPARENT
-                    # under what the task sets.
-                    env={
-                        **_sdk_default_env(),
-                        **(TRACE_ENV.get() or {}),
-                        **server_env(base_env, config.envs),
-                    },
+                    # As the SDK builds it when the connection starts the server itself.
+                    env={**_sdk_default_env(), **stdio_server_env(config, base_env)},
                     stderr=subprocess.PIPE,
                     cwd=workdir,
                     start_new_session=True,

@@ -19,7 +19,12 @@ from tests.fakes.rate_limited import RateLimitedServer, turns_then_done
 
 RETRY_AFTER_S = 1.0
 SUITE = {
-    "defaults": {"workdir": "w", "limits": {"max_turns": 6}},
+    "defaults": {
+        "workdir": "w",
+        "limits": {"max_turns": 6},
+        # Read-only, so the two tasks may share their workdir under --jobs 2.
+        "tools": {"deny": ["write_to_file", "replace_in_file", "execute_command"]},
+    },
     "tasks": [
         {"name": "alpha", "prompt": "Task alpha\nRead notes.txt."},
         {"name": "beta", "prompt": "Task beta\nRead notes.txt."},
