@@ -34,7 +34,9 @@ def anyio_backend() -> str:
 async def test_calls_are_spread_over_one_client_per_32_jobs(
     server: FakeModelServer, wire: str, jobs: int, clients: int
 ) -> None:
-    settings = make_settings(server, jobs=jobs)
+    # A context window from config: no probe of the server's /props (its GETs open connections
+    # of their own, which this test would count as clients).
+    settings = make_settings(server, jobs=jobs, models={"gpt-4.1": {"context_window": 1_000_000}})
     llm = (
         OpenAIChat("gpt-4.1", settings, sleep=SleepRecorder())
         if wire == "openai"
