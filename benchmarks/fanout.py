@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.figures import REPO, Bench, Row
+from benchmarks.figures import REPO, Bench, Row, read_only_suite
 from tests.fakes.rate_limited import RateLimitedServer, turns_then_done
 
 __all__ = ["fanout_429"]
@@ -38,12 +38,7 @@ def _run(
     ) as server:
         name = "shared" if shared else "alone"
         suite = scratch / f"fanout-{name}.yaml"
-        suite.write_text(
-            "defaults:\n  workdir: ws\n  prompt: Read notes.txt and report.\n"
-            f"  limits: {{max_turns: {turns + 5}}}\ntasks:\n"
-            + "".join(f"  - name: f{i}\n" for i in range(tasks)),
-            encoding="utf-8",
-        )
+        suite.write_text(read_only_suite("f", tasks, turns), encoding="utf-8")
         (scratch / "ws").mkdir(exist_ok=True)
         (scratch / "ws" / "notes.txt").write_text("benchmark notes\n", encoding="utf-8")
         keep = ("PATH", "HOME", "LANG", "TMPDIR")

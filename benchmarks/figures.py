@@ -331,16 +331,21 @@ def mcp_call(bench: Bench) -> list[Row]:
     ]
 
 
+def read_only_suite(prefix: str, tasks: int, turns: int) -> str:
+    """A suite of `tasks` tasks named PREFIX0.. that read notes.txt in `ws` for `turns` turns.
+    Read-only, so that the tasks may share their workdir under --jobs (DESIGN 15)."""
+    return (
+        "defaults:\n  workdir: ws\n  prompt: Read notes.txt and report.\n"
+        "  tools: {deny: [write_to_file, replace_in_file, execute_command]}\n"
+        f"  limits: {{max_turns: {turns + 5}}}\ntasks:\n"
+        + "".join(f"  - name: {prefix}{i}\n" for i in range(tasks))
+    )
+
+
 def concurrency(bench: Bench) -> list[Row]:
     """32 tasks of 10 turns at 200 ms latency: --jobs 1 against --jobs 32."""
     tasks, turns, latency = (2, 1, 0.05) if bench.quick else (32, 10, 0.2)
-    suite = (
-        "defaults:\n  workdir: ws\n  prompt: Read notes.txt and report.\n"
-        # Read-only, so that the tasks may share their workdir under --jobs (DESIGN 15).
-        "  tools: {deny: [write_to_file, replace_in_file, execute_command]}\n"
-        f"  limits: {{max_turns: {turns + 5}}}\ntasks:\n"
-        + "".join(f"  - name: c{i}\n" for i in range(tasks))
-    )
+    suite = read_only_suite("c", tasks, turns)
     path = bench.task_file("suite", suite)
     walls: dict[int, float] = {}
     phases: dict[int, float] = {}

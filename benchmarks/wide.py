@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.fake_latency import tool_turns
-from benchmarks.figures import MODELS, Bench, Row
+from benchmarks.figures import MODELS, Bench, Row, read_only_suite
 
 __all__ = ["memory", "wide"]
 
@@ -42,12 +42,7 @@ class JobsRun:
 
 
 def _suite(bench: Bench, tasks: int, turns: int) -> Path:
-    body = (
-        "defaults:\n  workdir: ws\n  prompt: Read notes.txt and report.\n"
-        f"  limits: {{max_turns: {turns + 5}}}\ntasks:\n"
-        + "".join(f"  - name: t{i}\n" for i in range(tasks))
-    )
-    return bench.task_file(f"suite-{tasks}", body)
+    return bench.task_file(f"suite-{tasks}", read_only_suite("t", tasks, turns))
 
 
 def run_jobs(bench: Bench, suite: Path, jobs: int, turns: int, latency_s: float) -> JobsRun:
