@@ -378,6 +378,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
         self.send_header("transfer-encoding", "chunked")
+        if step.fault == "cut":
+            # Said up front, as a server that closes after a response does: closed unannounced,
+            # the client could send its retry on the pooled connection first and count a second
+            # (connection) retry, at random.
+            self.send_header("connection", "close")
         self.end_headers()
         events = list(wire.events())
         cut_at = wire.final_index(events)
@@ -400,8 +405,6 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.state.hold(step, step.hold_end_until)
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
-        if step.fault == "cut":
-            self.close_connection = True
 
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
