@@ -76,9 +76,7 @@ for _wire in WIRES:
         _wire,
         [
             dataclasses.replace(
-                native(
-                    call("read_file", {"path": "in.txt"}), call("write_to_file", '{"path": "o')
-                ),
+                native(call("read_file", {"path": "in.txt"}), call("write_to_file", '{"path": "o')),
                 stop_reason="length" if _wire == "openai" else "max_tokens",
             ),
             done("went on in smaller steps"),
