@@ -168,6 +168,12 @@ def test_the_fast_path_vouches_only_for_what_certainly_fits() -> None:
     assert _plainly_valid({}, {"properties": {"a": {}}, "required": "a"}) is False
     assert _plainly_valid({"a": 1}, {"properties": {"a": {"type": "string"}}}) is False
     assert _plainly_valid({"a": 1}, {"properties": {"a": {"enum": [1]}}, "required": ["a"]}) is True
+    # A boolean schema is not a plain node: jsonschema decides (`false` refuses every value).
+    assert _plainly_valid({"a": 1}, {"properties": {"a": False}}) is False
+    # anyOf: vouched for only when some branch certainly fits.
+    any_of = {"properties": {"a": {"anyOf": [{"type": "integer"}, {"type": "null"}]}}}
+    assert _plainly_valid({"a": 3}, any_of) is True
+    assert _plainly_valid({"a": "x"}, any_of) is False
 
 
 def test_arguments_for_a_root_that_is_not_an_object_are_refused_by_jsonschema() -> None:
