@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.model_server import FakeModelServer, RecordedRequest, Step, _Handler, _State
+from tests.fakes.model_server import (
+    FakeModelServer,
+    RecordedRequest,
+    ReplayedBody,
+    Step,
+    _Handler,
+    _State,
+)
 
 __all__ = ["Arrival", "TimedServer", "assistant_turns", "rss_kib", "tool_turns"]
 
@@ -110,7 +117,7 @@ class _TimedHandler(_Handler):
         # Hand the already-read body to the original handler, for this request only (a kept-alive
         # connection reuses the handler).
         rfile = self.rfile
-        self.rfile = _Replay(raw, rfile)  # type: ignore[assignment]
+        self.rfile = ReplayedBody(raw, rfile)  # type: ignore[assignment]
         try:
             super().do_POST()
         finally:
@@ -122,23 +129,6 @@ class _NagleHandler(_TimedHandler):
     server) and many small proxies leave it: a small write waits for the ACK of the one before."""
 
     disable_nagle_algorithm = False
-
-
-class _Replay:
-    """A file-like object that yields `data` first, then reads from `rest`."""
-
-    def __init__(self, data: bytes, rest: Any) -> None:
-        self._data = data
-        self._rest = rest
-
-    def read(self, size: int = -1) -> bytes:
-        if self._data:
-            data, self._data = self._data, b""
-            return data
-        return bytes(self._rest.read(size))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._rest, name)
 
 
 class TimedServer(FakeModelServer):

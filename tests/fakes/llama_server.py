@@ -21,8 +21,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.fakes.model_server import FakeModelServer, RecordedRequest, Step, _Handler, _State
-from tests.fakes.rate_limited import _Replay
+from tests.fakes.model_server import (
+    FakeModelServer,
+    RecordedRequest,
+    ReplayedBody,
+    Step,
+    _Handler,
+    _State,
+)
 
 __all__ = ["LlamaServer", "Seen", "prompt_chars"]
 
@@ -102,7 +108,7 @@ class _LlamaHandler(_Handler):
             self._overflow(state, tokens, bool(body.get("stream")))
             return
         rfile = self.rfile
-        self.rfile = _Replay(raw, rfile)  # type: ignore[assignment]
+        self.rfile = ReplayedBody(raw, rfile)  # type: ignore[assignment]
         try:
             super().do_POST()
         finally:

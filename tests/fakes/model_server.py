@@ -38,7 +38,16 @@ from tests.fakes.native_wire import (
 )
 from tests.fakes.prompt_cache import PromptCache
 
-__all__ = ["FakeModelServer", "Fault", "RecordedRequest", "Step", "fault", "main", "reply"]
+__all__ = [
+    "FakeModelServer",
+    "Fault",
+    "RecordedRequest",
+    "ReplayedBody",
+    "Step",
+    "fault",
+    "main",
+    "reply",
+]
 
 Fault = Literal[
     "rate_limit",  # 429 with the step's retry-after / retry-after-ms headers
@@ -677,3 +686,22 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+class ReplayedBody:
+    """A request body already read, handed back to a handler: yields `data` first, then reads
+    from `rest` (the connection's rfile). The wrapping fakes read the body to decide (delay,
+    refuse, count) and then let `_Handler.do_POST` read it again."""
+
+    def __init__(self, data: bytes, rest: Any) -> None:
+        self._data = data
+        self._rest = rest
+
+    def read(self, size: int = -1) -> bytes:
+        if self._data:
+            data, self._data = self._data, b""
+            return data
+        return bytes(self._rest.read(size))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._rest, name)

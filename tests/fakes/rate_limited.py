@@ -20,7 +20,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.fakes.model_server import FakeModelServer, RecordedRequest, Step, _Handler, _State
+from tests.fakes.model_server import (
+    FakeModelServer,
+    RecordedRequest,
+    ReplayedBody,
+    Step,
+    _Handler,
+    _State,
+)
 
 __all__ = ["Arrival", "RateLimitedServer", "turns_then_done"]
 
@@ -101,7 +108,7 @@ class _LimitHandler(_Handler):
             if state.latency_s:
                 time.sleep(state.latency_s)
             rfile, wfile = self.rfile, self.wfile
-            self.rfile = _Replay(raw, rfile)  # type: ignore[assignment]
+            self.rfile = ReplayedBody(raw, rfile)  # type: ignore[assignment]
             # The request stops counting as the body's last chunk goes out, as a server that
             # frees its slot when the reply's generator ends does.
             self.wfile = _LastChunk(wfile, end)  # type: ignore[assignment]
@@ -134,23 +141,6 @@ class _LimitHandler(_Handler):
             state.arrivals[index] = Arrival(
                 arrival.t, arrival.task, arrival.limited, time.monotonic()
             )
-
-
-class _Replay:
-    """A file-like object that yields `data` first, then reads from `rest`."""
-
-    def __init__(self, data: bytes, rest: Any) -> None:
-        self._data = data
-        self._rest = rest
-
-    def read(self, size: int = -1) -> bytes:
-        if self._data:
-            data, self._data = self._data, b""
-            return data
-        return bytes(self._rest.read(size))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._rest, name)
 
 
 class _LastChunk:
