@@ -132,7 +132,8 @@ def start_hooks(
     warn: Callable[[str], None],
     tools: Sequence[ToolSpec],
     turn: Callable[[], int],
-    mask: Callable[[str], str] = str,
+    *,
+    mask: Callable[[str], str],
 ) -> HookRunner | None:
     """The session's hook runner (None when the task has no hooks); warns about `match` globs
     that name no tool: a config file's hooks apply to every task, whatever its tools."""
