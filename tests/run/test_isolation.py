@@ -137,3 +137,29 @@ def test_a_log_from_before_the_isolation_field_is_not_drift(tmp_path: Path) -> N
     )
     _warn_on_drift(record, located, task, Settings(), said.append)
     assert len(said) == 1 and "isolation" in said[0]
+
+
+def test_a_writer_after_readers_is_named_with_the_first_reader_it_meets(tmp_path: Path) -> None:
+    loaded = tasks(
+        tmp_path, {"name": "r0", **READ_ONLY}, {"name": "r1", **READ_ONLY}, {"name": "w2"}
+    )
+    with pytest.raises(ConfigError, match=r"tasks 'r0' \(.*\) and 'w2' \(.*'w2' allows"):
+        check_isolation([(task, None) for task in loaded], 3, None, os.environ)
+
+
+def test_each_task_is_judged_once_however_many_share_a_workdir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Pairwise judging made a suite of N read-only tasks cost N * (N - 1) policy checks.
+    import runner.run.isolation as isolation
+
+    judged: list[str] = []
+
+    def counting(task: Task) -> str | None:
+        judged.append(task.name)
+        return write_reason(task)
+
+    monkeypatch.setattr(isolation, "write_reason", counting)
+    loaded = tasks(tmp_path, *({"name": f"r{i}", **READ_ONLY} for i in range(200)))
+    check_isolation([(task, None) for task in loaded], 200, None, os.environ)
+    assert sorted(judged) == sorted(task.name for task in loaded)
