@@ -342,6 +342,16 @@ def read_only_suite(prefix: str, tasks: int, turns: int) -> str:
     )
 
 
+def bare_concurrent(bench: Bench, tasks: int, turns: int, latency: float) -> float:
+    """The floor: the same SDK making the same conversations at once on one client, timed from
+    the first request the server saw to the process's exit."""
+    bench.server.reset(script=tool_turns(turns), latency_s=latency)
+    started, wall, _ = bench.bare("--wire", "openai", "--concurrent", str(tasks))
+    phase = started + wall - bench.server.arrivals[0].t
+    bench.server.reset(latency_s=0.0)
+    return phase
+
+
 def concurrency(bench: Bench) -> list[Row]:
     """32 tasks of 10 turns at 200 ms latency: --jobs 1 against --jobs 32."""
     tasks, turns, latency = (2, 1, 0.05) if bench.quick else (32, 10, 0.2)
@@ -364,11 +374,7 @@ def concurrency(bench: Bench) -> list[Row]:
             "-q",
         )
         phases[jobs] = started + walls[jobs] - bench.server.arrivals[0].t
-    # The floor: the same SDK making the same 32 conversations at once on one client.
-    bench.server.reset(script=tool_turns(turns), latency_s=latency)
-    started, wall, _ = bench.bare("--wire", "openai", "--concurrent", str(tasks))
-    bare_phase = started + wall - bench.server.arrivals[0].t
-    bench.server.reset(latency_s=0.0)
+    bare_phase = bare_concurrent(bench, tasks, turns, latency)
     bench.raw["concurrency"] = {
         "tasks": tasks,
         "turns": turns,
