@@ -80,7 +80,7 @@ class Compactor:
     async def maybe_compact(self, messages: list[Message], *, turn: int) -> None:
         """Compact when the estimated prompt passes the ratio of the context window."""
         limit = self._limit()
-        if limit is None or self._estimate(messages) <= limit:
+        if limit is None or self.estimate(messages) <= limit:
             return
         if estimate_tokens(self._system, messages[:1]) > limit:
             # The system prompt and the task alone fill the window: no compaction can help, and
@@ -89,7 +89,9 @@ class Compactor:
             return
         await self.compact(messages, turn=turn)
 
-    def _estimate(self, messages: list[Message]) -> int:
+    def estimate(self, messages: list[Message]) -> int:
+        """`estimate_tokens` of the system prompt and `messages`, counting only the messages
+        appended since the last call (a whole recount each turn is quadratic in a long session)."""
         counted = self._counted
         if (
             counted is not None

@@ -17,7 +17,7 @@ from runner.errors import ContextLengthError
 from runner.llm import LLM, Message, NativeTools, Reply, RetryEvent, Usage
 from runner.run.batch import SEQUENTIAL, Concurrency, batches, gather_in_order
 from runner.run.budget import Budget
-from runner.run.compaction import CompactionSink, Compactor, estimate_tokens
+from runner.run.compaction import CompactionSink, Compactor
 from runner.run.cutreply import cut_items, cut_notice, was_cut
 from runner.run.native_turn import native_fields, native_items, results_message
 from runner.run.replybounds import DEFAULT_BOUNDS, ReplyBounds, ResultRoom, split_calls
@@ -219,7 +219,7 @@ async def _call_model(
         events.retry(turn, event.attempt, event.reason, event.status, event.wait_s)
 
     # Held against the run's cost cap while the call runs: prompt estimated, output at its max.
-    estimate = cost_of(Usage(estimate_tokens(system, messages), budget.reserve_output_tokens))
+    estimate = cost_of(Usage(compactor.estimate(messages), budget.reserve_output_tokens))
     with budget.reservation(estimate):
         try:
             reply = await llm.complete(system, messages, on_retry=on_retry, **tools)

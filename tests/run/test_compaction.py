@@ -99,13 +99,13 @@ async def test_the_running_estimate_matches_a_full_count_through_appends_and_com
     box = compactor(llm, events, "s" * 40, window=10_000)
     messages = history(3, "r" * 50)
     for turn in range(40):
-        assert box._estimate(messages) == estimate_tokens("s" * 40, messages)
+        assert box.estimate(messages) == estimate_tokens("s" * 40, messages)
         messages += [Message("assistant", f"call {turn}"), Message("user", "r" * (turn * 37))]
         if turn % 9 == 8:
             await box.compact(messages, turn=turn)  # replaces messages in place
-    assert box._estimate(messages) == estimate_tokens("s" * 40, messages)
+    assert box.estimate(messages) == estimate_tokens("s" * 40, messages)
     messages[-1] = Message("user", "replaced by someone else")  # not an append: counted afresh
-    assert box._estimate(messages) == estimate_tokens("s" * 40, messages)
+    assert box.estimate(messages) == estimate_tokens("s" * 40, messages)
 
 
 @pytest.mark.anyio

@@ -123,6 +123,9 @@ class Compactor:
     async def maybe_compact(self, messages: list[Message], *, turn: int) -> None:
         self.proactive.append(turn)
 
+    def estimate(self, messages: list[Message]) -> int:
+        return sum(m.chars for m in messages) // 4
+
     async def compact(self, messages: list[Message], *, turn: int, force: bool = False) -> None:
         self.forced.append((turn, force))
         messages[1:] = [Message("user", "summary")]
@@ -444,6 +447,44 @@ async def test_a_call_is_refused_once_spent_and_held_reach_the_cap() -> None:
     assert caught.value.kind == "run_cost"
     assert "$0.5000 spent and $0.5000 held" in str(caught.value)
     assert shared.reserved_usd == 0
+
+
+async def test_each_call_holds_the_estimate_of_its_whole_prompt_system_included() -> None:
+    from runner.run.compaction import Compactor as RealCompactor
+    from runner.run.compaction import estimate_tokens
+
+    shared = RunBudget(max_cost_usd=1e9)
+    budget = Budget(run=shared)
+    budget.reserve_output_tokens = 1000
+    held: list[tuple[float, float]] = []
+
+    class Watching(ScriptedLLM):
+        async def complete(self, system: str, messages: Sequence[Message], **kw: Any) -> Reply:
+            wanted = estimate_tokens(system, list(messages)) + 1000  # one dollar a token
+            held.append((shared.reserved_usd, wanted))
+            return await super().complete(system, messages, **kw)
+
+    llm = Watching(echo(), echo(), done())
+    await run_loop(
+        llm=llm,
+        system="s" * 4000,
+        messages=[Message("user", "the task")],
+        tools=[ECHO],
+        executor=Executor(),
+        events=Events(),
+        budget=budget,
+        compactor=RealCompactor(
+            llm=llm,
+            system="s" * 4000,
+            context_window=None,
+            events=Events(),
+            budget=budget,
+            cost_of=lambda usage: 0.0,
+        ),
+        cost_of=lambda usage: float(usage.input_tokens + usage.output_tokens),
+    )
+    assert len(held) == 3 and all(got == wanted for got, wanted in held)
+    assert held[0][1] < held[1][1] < held[2][1]  # each call's prompt is longer
 
 
 async def test_calls_a_policy_refused_are_counted_as_denied() -> None:
