@@ -75,6 +75,7 @@ class SdkProvider(Generic[ClientT]):
     ) -> Reply:
         """Stream one reply; see `runner.llm.base.LLM`."""
         started = time.monotonic()
+        await self._drains.settle()  # the last reply's connection back in the pool, if it can be
         (text, usage, stop_reason, model, calls), retries = await call_with_retries(
             # Through the run's rate gate for this provider and server (`runner.llm.limiter`).
             gated(

@@ -18,7 +18,7 @@ import pytest
 from runner.llm.anthropic import AnthropicMessages
 from runner.llm.base import Message
 from runner.llm.openai import OpenAIChat
-from runner.llm.streaming import ack_promptly
+from runner.llm.streaming import Drains, ack_promptly
 from tests.fakes.model_server import FakeModelServer, reply
 from tests.llm.conftest import SleepRecorder, make_settings
 
@@ -119,3 +119,34 @@ def test_ack_promptly_leaves_delayed_ack_mode_on_the_response_socket() -> None:
 
 def test_ack_promptly_ignores_a_response_without_a_socket() -> None:
     ack_promptly(object())  # a stand-in (or another transport) exposes none: nothing happens
+
+
+class _Stream:
+    """An SDK stream after its final event: the body's end is read already, or is still due."""
+
+    def __init__(self, end: asyncio.Event | None = None) -> None:
+        self._end = end
+        self.closed = False
+
+    async def __anext__(self) -> object:
+        if self._end is not None:
+            await self._end.wait()
+        raise StopAsyncIteration
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+async def test_settle_lets_a_drain_whose_end_is_read_finish_before_the_next_request() -> None:
+    # Without it, the drain of turn 1 has not run when turn 2's request takes a connection
+    # (nothing awaits in between), so turn 2 opens a second one: on TLS, a second handshake.
+    drains = Drains()
+    done, due = _Stream(), _Stream(asyncio.Event())
+    drains.add(done)
+    drains.add(due)
+    await drains.settle()
+    assert done.closed  # its connection is back in the pool
+    assert not due.closed  # a body's end still on its way is not waited for
+    due._end.set()  # type: ignore[union-attr]
+    await drains.wait()
+    assert due.closed
