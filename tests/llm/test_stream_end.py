@@ -140,13 +140,13 @@ class _Stream:
 async def test_settle_lets_a_drain_whose_end_is_read_finish_before_the_next_request() -> None:
     # Without it, the drain of turn 1 has not run when turn 2's request takes a connection
     # (nothing awaits in between), so turn 2 opens a second one: on TLS, a second handshake.
-    drains = Drains()
-    done, due = _Stream(), _Stream(asyncio.Event())
+    drains, end = Drains(), asyncio.Event()
+    done, due = _Stream(), _Stream(end)
     drains.add(done)
     drains.add(due)
     await drains.settle()
     assert done.closed  # its connection is back in the pool
     assert not due.closed  # a body's end still on its way is not waited for
-    due._end.set()  # type: ignore[union-attr]
+    end.set()
     await drains.wait()
     assert due.closed
