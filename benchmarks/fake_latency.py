@@ -9,7 +9,6 @@ Nagle's algorithm left on (`reset(nagle=True)`), which the tests' server turns o
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,8 +17,6 @@ from typing import Any
 
 from tests.fakes.model_server import (
     FakeModelServer,
-    RecordedRequest,
-    ReplayedBody,
     Step,
     _Handler,
     _State,
@@ -87,15 +84,9 @@ def _is_summary(body: Any) -> bool:
 
 @dataclass
 class _TimedState(_State):
-    script: Callable[[Any], Step] | None = None
     latency_s: float = 0.0
     watch_pid: int | None = None
     arrivals: list[Arrival] = field(default_factory=list)
-
-    def take(self, request: RecordedRequest) -> Step | None:
-        if self.script is None:
-            return super().take(request)
-        return self.script(request.body)  # stateless: no shared queue, no recorded bodies
 
 
 class _TimedHandler(_Handler):
@@ -104,24 +95,13 @@ class _TimedHandler(_Handler):
         state = self.server.state
         assert isinstance(state, _TimedState)
         size = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(size)
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
+        body = self._read_body()
         rss, hwm = rss_kib(state.watch_pid) if state.watch_pid else (0, 0)
         with state.lock:
             state.arrivals.append(Arrival(arrived, size, _is_summary(body), rss, hwm))
         if state.latency_s:
             time.sleep(state.latency_s)
-        # Hand the already-read body to the original handler, for this request only (a kept-alive
-        # connection reuses the handler).
-        rfile = self.rfile
-        self.rfile = ReplayedBody(raw, rfile)  # type: ignore[assignment]
-        try:
-            super().do_POST()
-        finally:
-            self.rfile = rfile
+        self._answer(body)
 
 
 class _NagleHandler(_TimedHandler):
@@ -143,9 +123,7 @@ class TimedServer(FakeModelServer):
     ) -> None:
         super().__init__(default=default)
         state = _TimedState(self._state.steps, default, script=script, latency_s=latency_s)
-        self._state = state
-        self._httpd.state = state
-        self._httpd.RequestHandlerClass = _TimedHandler
+        self._serve_with(state, _TimedHandler)
         # `--jobs 128` opens 128 connections at once (and the runner's pool may open more): a
         # backlog that drops SYNs costs a second each (the kernel's retry).
         self._httpd.socket.listen(BACKLOG)

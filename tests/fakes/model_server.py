@@ -23,7 +23,7 @@ import signal
 import socket
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -42,7 +42,6 @@ __all__ = [
     "FakeModelServer",
     "Fault",
     "RecordedRequest",
-    "ReplayedBody",
     "Step",
     "fault",
     "main",
@@ -152,8 +151,13 @@ class _State:
     accepted: int = 0
     cache: PromptCache | None = None
     """Set: Anthropic replies report the usage `PromptCache` bills, not the step's counts."""
+    script: Callable[[Any], Step] | None = None
+    """Set: each request is answered with `script(body)` instead of the steps, and is not
+    recorded (stateless: concurrent tasks each follow their own conversation)."""
 
     def take(self, request: RecordedRequest) -> Step | None:
+        if self.script is not None:
+            return self.script(request.body)
         with self.lock:
             self.requests.append(request)
             first = _first_user_text(request.body)
@@ -197,6 +201,12 @@ class FakeModelServer:
         self._state = _State(deque(steps), default, routes_, cache=cache)
         self._httpd = _Server((host, port), _Handler, self._state)
         self._thread: threading.Thread | None = None
+
+    def _serve_with(self, state: _State, handler: type[_Handler]) -> None:
+        """For a subclass: serve from `state` (a `_State` subclass) with `handler`."""
+        self._state = state
+        self._httpd.state = state
+        self._httpd.RequestHandlerClass = handler
 
     @property
     def url(self) -> str:
@@ -321,11 +331,19 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_POST(self) -> None:
+        self._answer(self._read_body())
+
+    def _read_body(self) -> Any:
+        """The request's JSON body, or None when it is empty or not JSON."""
         raw = self.rfile.read(int(self.headers.get("content-length") or 0))
         try:
-            body = json.loads(raw) if raw else None
-        except json.JSONDecodeError:
-            body = None
+            return json.loads(raw) if raw else None
+        except ValueError:  # not JSON, or not UTF-8
+            return None
+
+    def _answer(self, body: Any) -> None:
+        """Answer a POST whose body (`_read_body`) has been read: the wrapping fakes read it
+        first to decide (delay, refuse, count), then answer through here."""
         headers = {name.lower(): value for name, value in self.headers.items()}
         request = RecordedRequest("POST", self.path, headers, body)
         step = self.server.state.take(request)
@@ -686,22 +704,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
-
-
-class ReplayedBody:
-    """A request body already read, handed back to a handler: yields `data` first, then reads
-    from `rest` (the connection's rfile). The wrapping fakes read the body to decide (delay,
-    refuse, count) and then let `_Handler.do_POST` read it again."""
-
-    def __init__(self, data: bytes, rest: Any) -> None:
-        self._data = data
-        self._rest = rest
-
-    def read(self, size: int = -1) -> bytes:
-        if self._data:
-            data, self._data = self._data, b""
-            return data
-        return bytes(self._rest.read(size))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._rest, name)

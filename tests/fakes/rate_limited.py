@@ -13,7 +13,6 @@ conversation), after `latency_s`.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable
@@ -22,8 +21,6 @@ from typing import Any
 
 from tests.fakes.model_server import (
     FakeModelServer,
-    RecordedRequest,
-    ReplayedBody,
     Step,
     _Handler,
     _State,
@@ -62,7 +59,6 @@ def turns_then_done(n: int) -> Callable[[Any], Step]:
 
 @dataclass
 class _LimitState(_State):
-    script: Callable[[Any], Step] | None = None
     max_concurrent: int = 8
     retry_after: str = "1"
     latency_s: float = 0.0
@@ -71,22 +67,13 @@ class _LimitState(_State):
     arrivals: list[Arrival] = field(default_factory=list)
     gathered: threading.Condition = field(default_factory=threading.Condition)
 
-    def take(self, request: RecordedRequest) -> Step | None:
-        if self.script is None:
-            return super().take(request)
-        return self.script(request.body)
-
 
 class _LimitHandler(_Handler):
     def do_POST(self) -> None:
         arrived = time.monotonic()
         state = self.server.state
         assert isinstance(state, _LimitState)
-        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
+        body = self._read_body()
         with state.lock:
             state.in_flight += 1
             limited = state.in_flight > state.max_concurrent
@@ -107,15 +94,14 @@ class _LimitHandler(_Handler):
                 return
             if state.latency_s:
                 time.sleep(state.latency_s)
-            rfile, wfile = self.rfile, self.wfile
-            self.rfile = ReplayedBody(raw, rfile)  # type: ignore[assignment]
+            wfile = self.wfile
             # The request stops counting as the body's last chunk goes out, as a server that
             # frees its slot when the reply's generator ends does.
             self.wfile = _LastChunk(wfile, end)  # type: ignore[assignment]
             try:
-                super().do_POST()
+                self._answer(body)
             finally:
-                self.rfile, self.wfile = rfile, wfile
+                self.wfile = wfile
         finally:
             end()
 
@@ -190,9 +176,7 @@ class RateLimitedServer(FakeModelServer):
             latency_s=latency_s,
             burst=burst,
         )
-        self._state = state
-        self._httpd.state = state
-        self._httpd.RequestHandlerClass = _LimitHandler
+        self._serve_with(state, _LimitHandler)
 
     @property
     def arrivals(self) -> list[Arrival]:
