@@ -22,12 +22,10 @@ from tests.fakes.model_server import (
     _State,
 )
 
-__all__ = ["Arrival", "TimedServer", "assistant_turns", "rss_kib", "tool_turns"]
+__all__ = ["Arrival", "TimedServer", "rss_kib"]
 
 BACKLOG = 1024
 """The listen backlog: more than the widest burst of connections the benchmark makes."""
-TOOL_CALL = "<read_file>\n<path>notes.txt</path>\n</read_file>"
-DONE = "<attempt_completion>\n<result>done</result>\n</attempt_completion>"
 
 
 @dataclass(frozen=True)
@@ -58,18 +56,6 @@ def rss_kib(pid: int) -> tuple[int, int]:
         if parts and parts[0] in values:
             values[parts[0]] = int(parts[1])
     return values["VmRSS:"], values["VmHWM:"]
-
-
-def assistant_turns(body: Any) -> int:
-    """Assistant messages in a request (both wire formats): the turn the request is for, from 0."""
-    messages = body.get("messages", []) if isinstance(body, dict) else []
-    return sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
-
-
-def tool_turns(n: int) -> Callable[[Any], Step]:
-    """A script by request: `n` read_file turns, then attempt_completion."""
-    tool, done = Step(text=TOOL_CALL), Step(text=DONE)
-    return lambda body: tool if assistant_turns(body) < n else done
 
 
 def _is_summary(body: Any) -> bool:

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.figures import REPO, Bench, Row, read_only_suite
-from tests.fakes.rate_limited import RateLimitedServer, turns_then_done
+from tests.fakes.model_server import turns_then_done
+from tests.fakes.rate_limited import RateLimitedServer
 
 __all__ = ["fanout_429"]
 

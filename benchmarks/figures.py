@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.fake_latency import TOOL_CALL, Arrival, TimedServer, tool_turns
-from tests.fakes.model_server import Step
+from benchmarks.fake_latency import Arrival, TimedServer
+from tests.fakes.model_server import READ_NOTES, Step, turns_then_done
 
 __all__ = ["Bench", "Row"]
 
@@ -151,21 +151,21 @@ def per_turn(bench: Bench, wire: str, n: int, *, nagle: bool = False) -> list[Ro
     runner_s, bare_s, sync_s, before_s, walls = [], [], [], [], []
     for rep in range(bench.reps):
         out = bench.scratch / f"out-turns-{wire}-{n}-{rep}-{int(nagle)}"
-        bench.server.reset(script=tool_turns(n), latency_s=0.0, nagle=nagle)
+        bench.server.reset(script=turns_then_done(n), latency_s=0.0, nagle=nagle)
         _, wall, _ = bench.runner(
             "run", str(task), "--model", MODELS[wire], "--out", str(out), "-q"
         )
         runner_s.append(_per_turn(bench.server.arrivals))
         walls.append(wall)
         prompt = next((out / "prompts").glob("*.md"))
-        bench.server.reset(script=tool_turns(n), nagle=nagle)
+        bench.server.reset(script=turns_then_done(n), nagle=nagle)
         bench.bare("--wire", wire, "--system", str(prompt))
         bare_s.append(_per_turn(bench.server.arrivals))
-        bench.server.reset(script=tool_turns(n), nagle=nagle)
+        bench.server.reset(script=turns_then_done(n), nagle=nagle)
         bench.bare("--wire", wire, "--system", str(prompt), "--sync")
         sync_s.append(_per_turn(bench.server.arrivals))
         if bench.baseline is not None:
-            bench.server.reset(script=tool_turns(n), nagle=nagle)
+            bench.server.reset(script=turns_then_done(n), nagle=nagle)
             before = ("run", str(task), "--model", MODELS[wire], "--out", f"{out}-before", "-q")
             bench.runner(*before, root=bench.baseline)
             before_s.append(_per_turn(bench.server.arrivals))
@@ -234,7 +234,7 @@ def cold_start(bench: Bench) -> list[Row]:
     before: list[float] = []
 
     def first(argv: tuple[str, ...], *, root: Path = REPO, bare: bool = False) -> float:
-        bench.server.reset(script=tool_turns(0))
+        bench.server.reset(script=turns_then_done(0))
         started, _, _ = bench.bare(*argv) if bare else bench.runner(*argv, root=root)
         return bench.server.arrivals[0].t - started
 
@@ -345,7 +345,7 @@ def read_only_suite(prefix: str, tasks: int, turns: int) -> str:
 def bare_concurrent(bench: Bench, tasks: int, turns: int, latency: float) -> float:
     """The floor: the same SDK making the same conversations at once on one client, timed from
     the first request the server saw to the process's exit."""
-    bench.server.reset(script=tool_turns(turns), latency_s=latency)
+    bench.server.reset(script=turns_then_done(turns), latency_s=latency)
     started, wall, _ = bench.bare("--wire", "openai", "--concurrent", str(tasks))
     phase = started + wall - bench.server.arrivals[0].t
     bench.server.reset(latency_s=0.0)
@@ -360,7 +360,7 @@ def concurrency(bench: Bench) -> list[Row]:
     walls: dict[int, float] = {}
     phases: dict[int, float] = {}
     for jobs in (1, tasks):
-        bench.server.reset(script=tool_turns(turns), latency_s=latency)
+        bench.server.reset(script=turns_then_done(turns), latency_s=latency)
         out = bench.scratch / f"out-jobs-{jobs}"
         started, walls[jobs], _ = bench.runner(
             "run",
@@ -420,7 +420,7 @@ def long_session(bench: Bench, system_prompt: Callable[[], str]) -> list[Row]:
         f"name: long\nworkdir: ws\nprompt: Read notes.txt and report."
         f"\nlimits: {{max_turns: {turns}}}\n",
     )
-    bench.server.reset(script=lambda body: Step(text=TOOL_CALL), latency_s=0.0)
+    bench.server.reset(script=lambda body: Step(text=READ_NOTES), latency_s=0.0)
     out = bench.scratch / "out-long"
     bench.runner(
         "run",
@@ -436,7 +436,7 @@ def long_session(bench: Bench, system_prompt: Callable[[], str]) -> list[Row]:
     )
     ran = _turns(bench.server.arrivals)
     summaries = len(bench.server.arrivals) - len(ran)
-    bench.server.reset(script=lambda body: Step(text=TOOL_CALL))
+    bench.server.reset(script=lambda body: Step(text=READ_NOTES))
     bench.bare("--wire", "openai", "--max-turns", str(turns), watch=True)
     bare = bench.server.arrivals
     log_bytes = sum(p.stat().st_size for p in (out / "sessions").glob("*.jsonl"))

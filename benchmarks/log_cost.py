@@ -17,7 +17,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.fake_latency import DONE, TOOL_CALL
 from runner.llm.base import Message, Reply, RetryEvent, Usage
 from runner.redact import Redactor
 from runner.run.budget import Budget, LimitExceeded
@@ -25,6 +24,7 @@ from runner.run.compaction import SUMMARY_PROMPT, Compactor
 from runner.run.loop import run_loop
 from runner.sessionlog.writer import SessionLogWriter
 from runner.toolcall.spec import ToolResult, ToolSpec
+from tests.fakes.model_server import FINISH, READ_NOTES
 
 __all__ = ["measure_log_cost"]
 
@@ -59,7 +59,7 @@ class _Model:
         if system == SUMMARY_PROMPT:
             return Reply("The agent read notes.txt many times.", Usage(100, 10), "stop", 0, 0, "f")
         self.calls += 1
-        text = DONE if self.calls > self._turns else TOOL_CALL
+        text = FINISH if self.calls > self._turns else READ_NOTES
         return Reply(text, Usage(1000, 20), "stop", 0.0, 0, "fake")
 
 

@@ -17,14 +17,12 @@ import sys
 from typing import Any
 
 from benchmarks.figures import Bench, Row
-from tests.fakes.model_server import FakeModelServer, Step
+from tests.fakes.model_server import FINISH, READ_NOTES, FakeModelServer, Step
 
 __all__ = ["TURNS", "prompt_cache"]
 
 TURNS = 20
 MODEL = "anthropic:claude-sonnet-4-5"
-READ = "<read_file>\n<path>notes.txt</path>\n</read_file>"
-DONE = "<attempt_completion>\n<result>done</result>\n</attempt_completion>"
 NOTES = "".join(f"{n:04d} a line of notes the agent reads, about forty bytes\n" for n in range(40))
 
 
@@ -46,7 +44,7 @@ def _session(bench: Bench, mode: str) -> dict[str, Any]:
         f"name: cache-{mode}\nworkdir: ws\nprompt: Read notes.txt until you know it.\n",
         encoding="utf-8",
     )
-    steps = [Step(text=READ) for _ in range(TURNS - 1)] + [Step(text=DONE)]
+    steps = [Step(text=READ_NOTES) for _ in range(TURNS - 1)] + [Step(text=FINISH)]
     with FakeModelServer(steps, prompt_cache=True) as server:
         env = {
             **bench.env(),

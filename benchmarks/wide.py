@@ -21,8 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.fake_latency import tool_turns
 from benchmarks.figures import MODELS, Bench, Row, bare_concurrent, read_only_suite
+from tests.fakes.model_server import turns_then_done
 
 __all__ = ["memory", "wide"]
 
@@ -47,7 +47,7 @@ def _suite(bench: Bench, tasks: int, turns: int) -> Path:
 
 def run_jobs(bench: Bench, suite: Path, jobs: int, turns: int, latency_s: float) -> JobsRun:
     """Run the suite at `--jobs jobs` against the fake server; time it and read its peak RSS."""
-    bench.server.reset(script=tool_turns(turns), latency_s=latency_s)
+    bench.server.reset(script=turns_then_done(turns), latency_s=latency_s)
     out = bench.scratch / f"out-{suite.stem}-jobs-{jobs}-{time.monotonic_ns()}"
     argv = [sys.executable, "-m", "runner", "run", str(suite), "--model", MODELS["openai"]]
     argv += ["--jobs", str(jobs), "--out", str(out), "-q"]

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import Done, Scenario, kill, start
-from tests.fakes.rate_limited import RateLimitedServer, turns_then_done
+from tests.fakes.model_server import turns_then_done
+from tests.fakes.rate_limited import RateLimitedServer
 
 RETRY_AFTER_S = 1.0
 SUITE = {

@@ -39,6 +39,8 @@ from tests.fakes.native_wire import (
 from tests.fakes.prompt_cache import PromptCache
 
 __all__ = [
+    "FINISH",
+    "READ_NOTES",
     "FakeModelServer",
     "Fault",
     "RecordedRequest",
@@ -46,6 +48,7 @@ __all__ = [
     "fault",
     "main",
     "reply",
+    "turns_then_done",
 ]
 
 Fault = Literal[
@@ -113,6 +116,25 @@ def reply(text: str, **fields: Any) -> Step:
 def fault(kind: Fault, **fields: Any) -> Step:
     """A failing step."""
     return Step(fault=kind, **fields)
+
+
+READ_NOTES = "<read_file>\n<path>notes.txt</path>\n</read_file>"
+"""The scripted agent's tool turn: a read_file call of notes.txt (XML tool mode)."""
+FINISH = "<attempt_completion>\n<result>done</result>\n</attempt_completion>"
+"""The scripted agent's last reply."""
+
+
+def turns_then_done(n: int) -> Callable[[Any], Step]:
+    """A script by request (`_State.script`): `n` read_file turns, then attempt_completion. The
+    turn a request is for is the number of assistant messages it carries (both wire formats)."""
+    read, done = Step(text=READ_NOTES), Step(text=FINISH)
+
+    def script(body: Any) -> Step:
+        messages = body.get("messages", []) if isinstance(body, dict) else []
+        turns = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
+        return read if turns < n else done
+
+    return script
 
 
 @dataclass(frozen=True)

@@ -26,10 +26,7 @@ from tests.fakes.model_server import (
     _State,
 )
 
-__all__ = ["Arrival", "RateLimitedServer", "turns_then_done"]
-
-DONE = "<attempt_completion>\n<result>done</result>\n</attempt_completion>"
-READ = "<read_file>\n<path>notes.txt</path>\n</read_file>"
+__all__ = ["Arrival", "RateLimitedServer"]
 
 
 @dataclass(frozen=True)
@@ -44,17 +41,6 @@ class Arrival:
     """Answered with a 429."""
     sent_429_at: float | None = None
     """`time.monotonic()` once the 429 was written."""
-
-
-def turns_then_done(n: int) -> Callable[[Any], Step]:
-    """A script by request: `n` read_file turns, then attempt_completion."""
-
-    def script(body: Any) -> Step:
-        messages = body.get("messages", []) if isinstance(body, dict) else []
-        turns = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
-        return Step(text=READ if turns < n else DONE)
-
-    return script
 
 
 @dataclass
