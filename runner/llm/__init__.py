@@ -7,7 +7,7 @@ Importing this package imports no SDK: `create_llm` imports the chosen provider'
 
 from __future__ import annotations
 
-from runner.llm.base import LLM, Message, ProviderFactory, Reply, RetryEvent, Usage
+from runner.llm.base import LLM, Message, MessageChars, ProviderFactory, Reply, RetryEvent, Usage
 from runner.llm.context_window import context_window_of
 from runner.llm.models import cost_usd, lookup_model
 from runner.llm.native import NativeCall, NativeResult, NativeTools, wire_name
@@ -16,6 +16,7 @@ from runner.llm.registry import create_llm, provider_names, spec_problem
 __all__ = [
     "LLM",
     "Message",
+    "MessageChars",
     "NativeCall",
     "NativeResult",
     "NativeTools",

@@ -13,6 +13,7 @@ from runner.settings import ModelInfo, Settings
 __all__ = [
     "LLM",
     "Message",
+    "MessageChars",
     "NativeCall",
     "NativeResult",
     "NativeTools",
@@ -79,6 +80,37 @@ class Message:
         """The message as both wire formats take it, built once: every request sends the whole
         history again. The SDKs copy a body before they change anything in it."""
         return {"role": self.role, "content": self.content}
+
+
+class MessageChars:
+    """A running count of a history's characters (`Message.chars`), for estimates made before
+    every model call: the loop only appends between compactions, so each count adds only the
+    messages that are new since the last one (a whole recount each turn is quadratic in a long
+    session). A history that is not the one counted last, or whose counted part no longer ends
+    with the same message, is counted afresh; `reset` forces that after an edit in place."""
+
+    def __init__(self) -> None:
+        self._counted: tuple[Sequence[Message], int, Message | None, int] | None = None
+        """(history, how many of its messages were counted, the last of them, their characters)"""
+
+    def count(self, messages: Sequence[Message]) -> int:
+        """The characters of every message in `messages`."""
+        counted = self._counted
+        if (
+            counted is not None
+            and counted[0] is messages
+            and 0 < counted[1] <= len(messages)
+            and messages[counted[1] - 1] is counted[2]
+        ):
+            chars = counted[3] + sum(m.chars for m in messages[counted[1] :])
+        else:
+            chars = sum(m.chars for m in messages)
+        self._counted = (messages, len(messages), messages[-1] if messages else None, chars)
+        return chars
+
+    def reset(self) -> None:
+        """Count afresh next time (the history was changed in place, not appended to)."""
+        self._counted = None
 
 
 @dataclass(frozen=True)

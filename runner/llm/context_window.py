@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.errors import ContextLengthError
-from runner.llm.base import LLM, Message
+from runner.llm.base import LLM, Message, MessageChars
 from runner.llm.models import lookup_model
 from runner.llm.streaming import CHARS_PER_TOKEN
 from runner.settings import ModelInfo
@@ -190,7 +190,7 @@ def reply_limit(
     if window is None:
         return max_output_tokens
     if chars is None:
-        chars = len(system) + sum(_chars(m) for m in messages)
+        chars = len(system) + sum(m.chars for m in messages)
     estimate = -(-chars // CHARS_PER_TOKEN)
     prompt = estimate + estimate // 16 + 4 * (len(messages) + 1)
     room = window - prompt
@@ -203,11 +203,6 @@ def reply_limit(
             f" context window, less than the {least} a reply needs"
         )
     return min(max_output_tokens, room)
-
-
-def _chars(message: Message) -> int:
-    # `chars` where a message has it: native tool calls and results count too.
-    return int(getattr(message, "chars", len(message.content)))
 
 
 class ContextWindow:
@@ -227,9 +222,7 @@ class ContextWindow:
         self._strict = configured
         """Whether the window is the operator's or the server's (not only the model table's)."""
         self._probe = None if configured or base_url is None else _start_probe(base_url, api_key)
-        self._counted: tuple[Sequence[Message], int, Message | None, int] | None = None
-        """(history, messages counted, the last of them, their characters): the loop appends
-        to its history between compactions, so each turn counts only what is new."""
+        self._chars = MessageChars()
 
     async def get(self) -> int | None:
         """The window in tokens, None when nothing says it."""
@@ -252,30 +245,16 @@ class ContextWindow:
             return max_output_tokens
         # The running count is exact while the loop only appends, and too high (never too low)
         # after a compaction cleared results in place: enough to see that the whole reply fits.
-        upper = len(system) + self._count(messages)
+        upper = len(system) + self._chars.count(messages)
         if reply_limit(window, system, messages, max_output_tokens, strict=False, chars=upper) == (
             max_output_tokens
         ):
             return max_output_tokens
-        self._counted = None
-        chars = len(system) + self._count(messages)
+        self._chars.reset()
+        chars = len(system) + self._chars.count(messages)
         return reply_limit(
             window, system, messages, max_output_tokens, strict=self._strict, chars=chars
         )
-
-    def _count(self, messages: Sequence[Message]) -> int:
-        counted = self._counted
-        if (
-            counted is not None
-            and counted[0] is messages
-            and 0 < counted[1] <= len(messages)
-            and messages[counted[1] - 1] is counted[2]
-        ):
-            chars = counted[3] + sum(_chars(m) for m in messages[counted[1] :])
-        else:
-            chars = sum(_chars(m) for m in messages)
-        self._counted = (messages, len(messages), messages[-1] if messages else None, chars)
-        return chars
 
 
 async def context_window_of(llm: LLM) -> int | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
-from runner.llm import LLM, Message, Usage
+from runner.llm import LLM, Message, MessageChars, Usage
 from runner.run.budget import Budget
 from runner.run.native_turn import cleared, transcript_text
 
@@ -70,9 +70,7 @@ class Compactor:
         self._cost_of = cost_of
         self._ratio = ratio
         self._keep_messages = 2 * keep_turns
-        self._counted: tuple[list[Message], int, Message | None, int] | None = None
-        """(history, how many of its messages were counted, the last of them, their characters):
-        the loop only appends between compactions, so each turn counts only what is new."""
+        self._chars = MessageChars()
 
     def _limit(self) -> int | None:
         return int(self._window * self._ratio) if self._window else None
@@ -91,24 +89,13 @@ class Compactor:
 
     def estimate(self, messages: list[Message]) -> int:
         """`estimate_tokens` of the system prompt and `messages`, counting only the messages
-        appended since the last call (a whole recount each turn is quadratic in a long session)."""
-        counted = self._counted
-        if (
-            counted is not None
-            and counted[0] is messages
-            and 0 < counted[1] <= len(messages)
-            and messages[counted[1] - 1] is counted[2]
-        ):
-            chars = counted[3] + sum(m.chars for m in messages[counted[1] :])
-        else:
-            chars = sum(m.chars for m in messages)
-        self._counted = (messages, len(messages), messages[-1] if messages else None, chars)
-        return (len(self._system) + chars) // _CHARS_PER_TOKEN
+        appended since the last call (`MessageChars`)."""
+        return (len(self._system) + self._chars.count(messages)) // _CHARS_PER_TOKEN
 
     async def compact(self, messages: list[Message], *, turn: int, force: bool = False) -> None:
         """Clear old tool results, then summarise if still over half the limit (always, when
         `force`)."""
-        self._counted = None  # messages are replaced below: count afresh next time
+        self._chars.reset()  # messages are replaced below: count afresh next time
         before = estimate_tokens(self._system, messages)
         if self._clear_tool_results(messages):
             after = estimate_tokens(self._system, messages)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from runner.errors import ContextLengthError
-from runner.llm.base import Message
+from runner.llm.base import Message, MessageChars
 from runner.llm.context_window import (
     ContextWindow,
     ServerFacts,
@@ -120,3 +120,18 @@ async def test_the_running_count_gives_the_fresh_answer_after_appends_and_in_pla
     messages[1:4] = [Message("user", "cleared")] * 3  # a compaction, in place, same length
     messages.append(Message("user", "z" * 400))
     assert await window.reply_limit("s", messages, 8192) == reply_limit(8192, "s", messages, 8192)
+
+
+def test_the_running_count_adds_appends_and_recounts_anything_else() -> None:
+    counter, history = MessageChars(), [Message("user", "a" * 10)]
+    assert counter.count(history) == 10
+    history.append(Message("assistant", "b" * 5))
+    assert counter.count(history) == 15  # only the new message was added
+    history[-1] = Message("assistant", "c")  # the counted part no longer ends the same
+    assert counter.count(history) == 11
+    assert counter.count(list(history)) == 11  # another list: counted afresh
+    assert counter.count(history) == 11
+    history[0] = Message("user", "d")  # an edit in place that the count cannot see...
+    assert counter.count(history) == 11
+    counter.reset()  # ...until it is told
+    assert counter.count(history) == 2
