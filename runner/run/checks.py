@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import subprocess
@@ -10,10 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import anyio
-
 from runner.task import Expect
-from runner.workspace import kill_group, open_shell, shared_reaper
+from runner.workspace import open_shell, read_pipe, run_to_end, shared_reaper
 
 __all__ = [
     "CheckResult",
@@ -28,8 +27,6 @@ OUTPUT_TAIL_CHARS = 4000  # what the agent sees of a failed check: the end is wh
 TIMEOUT_EXIT_CODE = 124  # as timeout(1) reports it
 MAX_CHECK_OUTPUT_BYTES = 1024 * 1024
 """What is kept of a check's output: its end, where the errors are."""
-_DRAIN_S = 1.0
-"""After the check ends, how long its output pipe may stay open before reading stops."""
 
 
 @dataclass(frozen=True)
@@ -97,37 +94,19 @@ async def run_check(
         watcher=shared_reaper(),
     )
     tail = bytearray()
-    read_all = anyio.Event()
 
-    async def pump() -> None:
-        assert process.stdout is not None
-        try:
-            async for chunk in process.stdout:
-                tail.extend(chunk)
-                del tail[:-MAX_CHECK_OUTPUT_BYTES]
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            pass
-        finally:
-            read_all.set()
+    def keep(chunk: bytes) -> None:
+        tail.extend(chunk)
+        del tail[:-MAX_CHECK_OUTPUT_BYTES]
 
-    try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(pump)
-            with anyio.move_on_after(timeout_s) as scope:
-                await process.wait()
-            kill_group(process.pid)
-            # A process that left the group may hold the pipe open: it gets a moment, no more.
-            with anyio.move_on_after(_DRAIN_S):
-                await read_all.wait()
-            group.cancel_scope.cancel()
-    finally:
-        kill_group(process.pid)
-        with anyio.CancelScope(shield=True):
-            await process.wait()
-            await process.aclose()
-        shared_reaper().forget(process.pid)
+    timed_out = await run_to_end(
+        process,
+        functools.partial(read_pipe, process.stdout, keep),
+        timeout_s=timeout_s,
+        watcher=shared_reaper(),
+    )
     text = tail.decode("utf-8", errors="replace")
-    if scope.cancelled_caught:
+    if timed_out:
         note = f"\n[check timed out after {timeout_s:g}s]"
         return CheckResult(TIMEOUT_EXIT_CODE, text + note, True)
     return CheckResult(process.returncode or 0, text)

@@ -31,7 +31,15 @@ from runner.workspace.sandbox import (
     probe,
     toolchain_dirs,
 )
-from runner.workspace.shell import TRACE_ENV, ShellRun, kill_group, open_shell, run_shell
+from runner.workspace.shell import (
+    TRACE_ENV,
+    ShellRun,
+    kill_group,
+    open_shell,
+    read_pipe,
+    run_shell,
+    run_to_end,
+)
 from runner.workspace.tools import DESCRIPTIONS, READ_ONLY, WorkspaceTools, error_text
 from runner.workspace.tree import Listing, list_tree
 
@@ -46,6 +54,7 @@ __all__ = [
     "kill_group",
     "make_undumpable",
     "open_shell",
+    "read_pipe",
     "probe",
     "DEFAULT_PROMPT_FILE_BYTES",
     "TRACE_ENV",
@@ -63,6 +72,7 @@ __all__ = [
     "read_confined",
     "read_regular",
     "run_shell",
+    "run_to_end",
     "shared_reaper",
     "toolchain_dirs",
 ]

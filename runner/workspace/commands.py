@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import os
 import re
-import signal
 import subprocess
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
-import anyio
-from anyio.abc import Process
-
 from runner.settings import WorkspaceLimits
 from runner.workspace.output import MAX_OUTPUT_CHARS, OutputSink
 from runner.workspace.paths import Confinement, WorkspaceError
 from runner.workspace.search import MAX_SEARCH_MATCHES, search_files
-from runner.workspace.shell import open_shell
+from runner.workspace.shell import open_shell, read_pipe, run_to_end
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -33,8 +29,6 @@ __all__ = [
 
 DEFAULT_TIMEOUT_S = 120.0
 MAX_TIMEOUT_S = 1800.0
-_DRAIN_S = 1.0
-"""After a command ends, how long its output pipe may stay open before reading stops."""
 
 _SYSTEM_DIRS = r"/(?:etc|usr|bin|sbin|boot|lib|lib64)(?:/|\b)"
 _BLOCKED: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -137,46 +131,17 @@ class Commands:
             stderr=subprocess.STDOUT,
             watcher=self._watcher,
         )
-        try:
-            async with anyio.create_task_group() as group:
-                read_all = anyio.Event()
-                group.start_soon(_pump, process, sink, read_all)
-                with anyio.move_on_after(timeout) as scope:
-                    await process.wait()
-                _kill_group(process.pid)
-                # What the group wrote before it died is still in the pipe. A process that left
-                # the group (setsid) may hold the pipe open for ever: it gets a moment, no more.
-                with anyio.move_on_after(_DRAIN_S):
-                    await read_all.wait()
-                group.cancel_scope.cancel()
-            return process.returncode, scope.cancelled_caught
-        finally:
-            # Background children left by the command are killed too: nothing outlives a call.
-            _kill_group(process.pid)
-            with anyio.CancelScope(shield=True):
-                await process.wait()
-                await process.aclose()
-            if self._watcher is not None:
-                self._watcher.forget(process.pid)
+        # Background children left by the command are killed too: nothing outlives a call.
+        timed_out = await run_to_end(
+            process,
+            functools.partial(read_pipe, process.stdout, sink.write),
+            timeout_s=timeout,
+            watcher=self._watcher,
+        )
+        return process.returncode, timed_out
 
     async def search(self, path: str, regex: str, file_pattern: str | None = None) -> str:
         """Lines matching `regex` under `path`, with a line of context, bounded."""
         return await search_files(
             self.paths, path, regex, file_pattern, self.limits.search_file_max_bytes
         )
-
-
-async def _pump(process: Process, sink: OutputSink, done: anyio.Event) -> None:
-    assert process.stdout is not None
-    try:
-        async for chunk in process.stdout:
-            sink.write(chunk)
-    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-        pass
-    finally:
-        done.set()
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)

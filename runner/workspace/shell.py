@@ -15,7 +15,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +27,16 @@ from anyio.abc import ByteReceiveStream, Process
 from runner.settings import environ
 from runner.workspace.sandbox import current
 
-__all__ = ["TRACE_ENV", "GroupWatcher", "ShellRun", "kill_group", "open_shell", "run_shell"]
+__all__ = [
+    "TRACE_ENV",
+    "GroupWatcher",
+    "ShellRun",
+    "kill_group",
+    "open_shell",
+    "read_pipe",
+    "run_shell",
+    "run_to_end",
+]
 
 TRACE_ENV: ContextVar[Mapping[str, str] | None] = ContextVar("TRACE_ENV", default=None)
 """Variables every command started in this context gets on top of its environment: the trace
@@ -35,6 +44,9 @@ context (`TRACEPARENT`, `TRACESTATE`) of the span it runs under, set by `runner.
 
 _DRAIN_AFTER_KILL_S = 2.0
 """How long the output pipes may stay open once the group is killed (a child that left it)."""
+_DRAIN_S = 1.0
+"""After a command ends (`run_to_end`: execute_command, the success check), how long its output
+pipe may stay open before reading stops."""
 
 
 class GroupWatcher(Protocol):
@@ -93,6 +105,54 @@ def kill_group(pid: int) -> None:
     """SIGKILL the process group led by `pid`; nothing happens when it is already gone."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
+
+
+async def run_to_end(
+    process: Process,
+    read_output: Callable[[], Awaitable[None]],
+    *,
+    timeout_s: float,
+    watcher: GroupWatcher | None,
+) -> bool:
+    """Let `process` (from `open_shell`) run while `read_output()` reads its pipes, for at most
+    `timeout_s`; then kill its whole group, so that nothing it started outlives it, and reap it.
+    True when it ran out of time. Its group is killed however this ends (a cancellation too)."""
+    read_all = anyio.Event()
+
+    async def reading() -> None:
+        try:
+            await read_output()
+        finally:
+            read_all.set()
+
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(reading)
+            with anyio.move_on_after(timeout_s) as scope:
+                await process.wait()
+            kill_group(process.pid)
+            # What the group wrote before it died is still in the pipe. A process that left the
+            # group (setsid) may hold the pipe open for ever: it gets a moment, no more.
+            with anyio.move_on_after(_DRAIN_S):
+                await read_all.wait()
+            group.cancel_scope.cancel()
+        return scope.cancelled_caught
+    finally:
+        kill_group(process.pid)
+        with anyio.CancelScope(shield=True):
+            await process.wait()
+            await process.aclose()
+        if watcher is not None:
+            watcher.forget(process.pid)
+
+
+async def read_pipe(stream: ByteReceiveStream | None, write: Callable[[bytes], object]) -> None:
+    """Hand every chunk of `stream` to `write`, to its end (or until the pipe is closed)."""
+    if stream is None:
+        return
+    with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+        async for chunk in stream:
+            write(chunk)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ from typing import Any
 import anyio
 import pytest
 
-from runner.workspace import commands as commands_module
 from runner.workspace.commands import Commands
 from runner.workspace.paths import Confinement
 
@@ -74,7 +73,7 @@ async def test_a_cancel_during_the_spawn_still_kills_the_command(
         await anyio.sleep(0)
         return process
 
-    monkeypatch.setattr(commands_module.anyio, "open_process", spawn_then_cancel)
+    monkeypatch.setattr(anyio, "open_process", spawn_then_cancel)
     watcher = _Watcher()
     root = tmp_path / "root"
     root.mkdir()
