@@ -19,9 +19,9 @@ from typing import Any
 
 from runner.llm.base import Message, Reply, RetryEvent, Usage
 from runner.redact import Redactor
-from runner.run.budget import Budget, LimitExceeded
-from runner.run.compaction import SUMMARY_PROMPT, Compactor
-from runner.run.loop import run_loop
+from runner.run.turn.budget import Budget, LimitExceeded
+from runner.run.turn.compaction import SUMMARY_PROMPT, Compactor
+from runner.run.turn.loop import run_loop
 from runner.sessionlog.writer import SessionLogWriter
 from runner.toolcall.spec import ToolResult, ToolSpec
 from tests.fakes.model_server import FINISH, READ_NOTES

@@ -9,14 +9,12 @@ import signal
 import sys
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from runner import __version__
-from runner.errors import ConfigError, ExitCode, RunnerError, worst_exit_code
-from runner.llm import LLM
+from runner.errors import ExitCode, RunnerError, worst_exit_code
 from runner.outcome import RunSummary, TaskOutcome
 from runner.redact import Redactor, short_secret_warnings
 from runner.report import (
@@ -37,78 +35,20 @@ from runner.report import (
     write_summary_json,
 )
 from runner.run.agents import close_agent_models
-from runner.run.commands import check_sections, load_selected_tasks
-from runner.run.isolation import check_isolation, run_in_isolation
-from runner.run.native_turn import with_tool_mode
-from runner.run.progress import Progress
-from runner.run.selection import parse_shard, select_tasks, shard_of
-from runner.run.session import ResumePoint, RunContext, run_task
-from runner.run.tracing import abandon_traces, annotate_run, traced_run, traced_task
-from runner.run.watchdog import Watchdog
+from runner.run.plan import Job, RunOptions, load_selected_tasks, prepare_jobs, select_tasks
+from runner.run.resume import resumed_jobs
+from runner.run.session import RunContext, check_isolation, run_in_isolation, run_task
+from runner.run.telemetry import (
+    Progress,
+    Watchdog,
+    abandon_traces,
+    annotate_run,
+    traced_run,
+    traced_task,
+)
 from runner.settings import Settings, environ
-from runner.task import Task
 
-__all__ = [
-    "Job",
-    "RunOptions",
-    "execute",
-    "parse_shard",
-    "prepare_jobs",
-    "run_tasks",
-    "select_tasks",
-    "shard_of",
-]
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """Command-line choices shared by `run` and `resume`."""
-
-    out: Path
-    junit: Path | None
-    output: str = "text"
-    quiet: bool = False
-    verbose: bool = False
-    """Print each task's transcript when it ends (on GitHub Actions it is always printed, folded
-    in a group)."""
-    fail_fast: bool = False
-    isolation: str | None = None
-    """`--isolation`: none or worktree for every task (None: each task's own)."""
-    keep_worktrees: bool = False
-
-
-@dataclass
-class Job:
-    """One task to run, with its model and, on resume, where it picks up."""
-
-    task: Task
-    llm: LLM
-    resume: ResumePoint | None = None
-    started: bool = field(default=False)
-
-
-def prepare_jobs(tasks: list[Task], settings: Settings, model: str | None) -> list[Job]:
-    """Check what must hold before anything runs (exit 2 otherwise) and make each task's model."""
-    from runner.llm import create_llm
-
-    jobs = []
-    shared: dict[str, LLM] = {}
-    for task in tasks:
-        spec = model or task.spec.model or settings.model
-        if not spec:
-            raise ConfigError(
-                f"{task.file}:{task.line}: task {task.name!r} has no model: pass --model "
-                "PROVIDER:MODEL, set `model:` in the task, or AGENT_RUNNER_MODEL"
-            )
-        check_sections(task, settings)
-        llm = shared.get(spec) or create_llm(spec, settings)
-        if getattr(llm, "shareable", False):
-            # One client (TLS context, connection pool) for every task on this model, instead of
-            # one per task built at the same moment: 32 of those cost a second of CPU.
-            shared[spec] = llm
-        # The task in the mode it runs in: `auto` and --tool-mode resolved (DESIGN 16).
-        jobs.append(Job(with_tool_mode(task, llm, settings), llm))
-    return jobs
+__all__ = ["execute", "resume_sessions", "run_tasks"]
 
 
 def run_tasks(
@@ -123,6 +63,17 @@ def run_tasks(
     tasks = load_selected_tasks(paths, params, settings)
     tasks = select_tasks(tasks, *selection)
     jobs = prepare_jobs(tasks, settings, model)
+    return execute(jobs, settings, options)
+
+
+def resume_sessions(
+    paths: Sequence[str], args: Any, settings: Settings, options: RunOptions
+) -> int:
+    """The `resume` command: one new session per log, each linked to its parent."""
+    jobs = resumed_jobs(paths, args, settings, options)
+    if not jobs:
+        print("nothing to resume: every session there passed", file=sys.stderr)
+        return 0
     return execute(jobs, settings, options)
 
 

@@ -2,7 +2,7 @@
 
 `pre_tool` and `post_tool` entries take `match` (tool-name globs); the session events do not.
 A task's hooks run after the config file's (`with_config_hooks`); run them with
-`runner.run.hooks`.
+`runner.run.guard.hooks`.
 """
 
 from __future__ import annotations

@@ -54,8 +54,8 @@ class Task:
     named_secrets: Mapping[str, str] = field(default_factory=dict)
     """The same values by where each came from, for warnings that must not show the value."""
     isolated: Mapping[str, str] = field(default_factory=dict)
-    """Set while the task runs in a git worktree (runner.run.isolation): the original `workdir`,
-    `head`, `patch` (relative to --out) and `worktree`; empty otherwise."""
+    """Set while the task runs in a git worktree (runner.run.session.isolation): the original
+    `workdir`, `head`, `patch` (relative to --out) and `worktree`; empty otherwise."""
 
     @property
     def prompt(self) -> str:

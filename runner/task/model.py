@@ -170,7 +170,7 @@ class TaskSpec(_Strict):
     """`worktree`: run in a fresh git worktree of the workdir; the change becomes a patch."""
     tool_mode: Literal["xml", "native", "auto"] = "xml"
     """How tool calls are made: XML in text (default), the provider's native tool API, or
-    `auto` (native where the provider and model support it, see runner.run.native_turn)."""
+    `auto` (native where the provider and model support it, see runner.run.turn.native)."""
     agents: dict[str, AgentSpec] = Field(default_factory=dict)
     """Sub-agents the task may start with the `sub_agent` tool (runner.task.agents)."""
     sandbox: SandboxSettings = SandboxSettings()

@@ -5,7 +5,7 @@
 execute_command, `path` for the workspace's file tools, and the first required string parameter
 for any other tool. `TOOL` is itself a glob over tool names; a bare `TOOL` matches every call of
 it. Deny wins; a tool named by an allow rule may only be called with arguments an allow rule
-matches. The runner enforces them (`runner.run.permissions`) before a call reaches a server.
+matches. The runner enforces them (`runner.run.guard.permissions`) before a call reaches a server.
 """
 
 from __future__ import annotations

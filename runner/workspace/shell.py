@@ -40,7 +40,8 @@ __all__ = [
 
 TRACE_ENV: ContextVar[Mapping[str, str] | None] = ContextVar("TRACE_ENV", default=None)
 """Variables every command started in this context gets on top of its environment: the trace
-context (`TRACEPARENT`, `TRACESTATE`) of the span it runs under, set by `runner.run.tracing`."""
+context (`TRACEPARENT`, `TRACESTATE`) of the span it runs under, set by
+`runner.run.telemetry.tracing`."""
 
 _DRAIN_AFTER_KILL_S = 2.0
 """How long the output pipes may stay open once the group is killed (a child that left it)."""

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.run.compaction import CLEARED, SUMMARY_PROMPT
+from runner.run.turn.compaction import CLEARED, SUMMARY_PROMPT
 from tests.e2e.conftest import (
     Done,
     Scenario,

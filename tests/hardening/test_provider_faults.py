@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.run.compaction import SUMMARY_PROMPT
+from runner.run.turn.compaction import SUMMARY_PROMPT
 from tests.e2e.conftest import (
     NO_WORKSPACE,
     Done,

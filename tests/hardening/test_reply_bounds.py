@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.run.replybounds import ResultRoom, split_calls
+from runner.run.turn.replybounds import ResultRoom, split_calls
 from runner.toolcall import ToolCall
 from tests.e2e.conftest import Done, Scenario, call, complete, run_all
 from tests.fakes.model_server import reply

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from runner.prompt import build_sections, host_facts, render_sections
-from runner.run.session_tools import list_task_tools
+from runner.run.session.tools import list_task_tools
 from runner.settings import load_settings
 from runner.task import load_tasks
 from runner.toolcall import ToolSpec

@@ -1,10 +1,10 @@
-"""Batching the calls of one reply (runner.run.batch): order kept, batches run at once."""
+"""Batching the calls of one reply (runner.run.turn.batch): order kept, batches run at once."""
 
 from __future__ import annotations
 
 import asyncio
 
-from runner.run.batch import Concurrency, Lane, batches, gather_in_order
+from runner.run.turn.batch import Concurrency, Lane, batches, gather_in_order
 from runner.toolcall import CallError, ToolCall
 
 AGENTS = Concurrency((Lane(frozenset({"sub_agent"}), limit=4),))

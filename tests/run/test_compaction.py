@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from runner.llm.base import Message, Reply, RetryEvent, Usage
-from runner.run.budget import Budget
-from runner.run.compaction import CLEARED, Compactor
+from runner.run.turn.budget import Budget
+from runner.run.turn.compaction import CLEARED, Compactor
 from runner.settings import ModelInfo
 
 
@@ -93,7 +93,7 @@ async def test_a_forced_compaction_still_summarises_when_the_window_is_too_small
 
 @pytest.mark.anyio
 async def test_the_running_estimate_matches_a_full_count_through_appends_and_compactions() -> None:
-    from runner.run.compaction import estimate_tokens
+    from runner.run.turn.compaction import estimate_tokens
 
     llm, events = CountingLLM(), Events()
     box = compactor(llm, events, "s" * 40, window=10_000)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runner.run.features import feature_problems, unmatched_hook_globs, with_config_hooks
+from runner.run.guard.features import feature_problems, unmatched_hook_globs, with_config_hooks
 from runner.task import load_tasks
 from runner.toolcall import ToolSpec
 

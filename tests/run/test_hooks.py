@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
-from runner.run.hooks import HookRunner
+from runner.run.guard.hooks import HookRunner
 from runner.task import Hooks
 
 pytestmark = pytest.mark.anyio

@@ -1,4 +1,4 @@
-"""runner.run.isolation: who may share a workdir, patch names, what resume trusts of a header."""
+"""runner.run.session.isolation: who may share a workdir, patch names, what resume trusts of a header."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from runner.errors import ConfigError
-from runner.run.isolation import (
+from runner.run.session.isolation import (
     check_isolation,
     isolation_of,
     parent_worktree,
@@ -119,8 +119,8 @@ def test_a_log_from_before_the_isolation_field_is_not_drift(tmp_path: Path) -> N
     import json
 
     from runner.redact import Redactor
-    from runner.run.checkout import Located
-    from runner.run.resume_task import _warn_on_drift
+    from runner.run.session.checkout import Located
+    from runner.run.resume.task import _warn_on_drift
     from runner.sessionlog import SessionRecord
     from runner.settings import Settings
 
@@ -151,7 +151,7 @@ def test_each_task_is_judged_once_however_many_share_a_workdir(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Pairwise judging made a suite of N read-only tasks cost N * (N - 1) policy checks.
-    import runner.run.isolation as isolation
+    import runner.run.session.isolation as isolation
 
     judged: list[str] = []
 

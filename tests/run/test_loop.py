@@ -13,8 +13,8 @@ import pytest
 
 from runner.errors import ContextLengthError
 from runner.llm.base import Message, Reply, RetryEvent, Usage
-from runner.run.budget import Budget, LimitExceeded, RunBudget
-from runner.run.loop import AgentGaveUp, Completion, run_loop
+from runner.run.turn.budget import Budget, LimitExceeded, RunBudget
+from runner.run.turn.loop import AgentGaveUp, Completion, run_loop
 from runner.settings import ModelInfo
 from runner.toolcall import REMINDER, ToolResult, ToolSpec
 
@@ -450,8 +450,8 @@ async def test_a_call_is_refused_once_spent_and_held_reach_the_cap() -> None:
 
 
 async def test_each_call_holds_the_estimate_of_its_whole_prompt_system_included() -> None:
-    from runner.run.compaction import Compactor as RealCompactor
-    from runner.run.compaction import estimate_tokens
+    from runner.run.turn.compaction import Compactor as RealCompactor
+    from runner.run.turn.compaction import estimate_tokens
 
     shared = RunBudget(max_cost_usd=1e9)
     budget = Budget(run=shared)

@@ -11,10 +11,10 @@ import pytest
 
 from runner.errors import ContextLengthError
 from runner.llm import Message, NativeCall, NativeResult, NativeTools, Reply, RetryEvent, Usage
-from runner.run.budget import Budget
-from runner.run.loop import AgentGaveUp, Completion, run_loop
-from runner.run.native_turn import NOT_RUN
-from runner.run.replybounds import ReplyBounds
+from runner.run.turn.budget import Budget
+from runner.run.turn.loop import AgentGaveUp, Completion, run_loop
+from runner.run.turn.native import NOT_RUN
+from runner.run.turn.replybounds import ReplyBounds
 from runner.settings import ModelInfo
 from runner.toolcall import ATTEMPT_COMPLETION, NATIVE_REMINDER
 from tests.run.test_loop import DENIED, ECHO, Compactor, Executor

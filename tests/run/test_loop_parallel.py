@@ -9,10 +9,10 @@ import anyio
 import pytest
 
 from runner.llm.base import Message
-from runner.run.batch import Concurrency, Lane
-from runner.run.budget import Budget
-from runner.run.loop import run_loop
-from runner.run.replybounds import ReplyBounds
+from runner.run.turn.batch import Concurrency, Lane
+from runner.run.turn.budget import Budget
+from runner.run.turn.loop import run_loop
+from runner.run.turn.replybounds import ReplyBounds
 from runner.toolcall import ToolResult, ToolSpec
 from tests.run.test_loop import Compactor, Events, ScriptedLLM, done
 

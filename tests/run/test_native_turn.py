@@ -1,5 +1,5 @@
 """The loop's side of native tool calls: the mode a task runs in, results by call id, and the
-context kept valid through compaction and the wind-down (runner.run.native_turn)."""
+context kept valid through compaction and the wind-down (runner.run.turn.native)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 
 from runner.errors import ConfigError
 from runner.llm import Message, NativeCall, NativeResult, NativeTools, Reply, Usage
-from runner.run.budget import Budget
-from runner.run.compaction import Compactor
-from runner.run.native_turn import (
+from runner.run.turn.budget import Budget
+from runner.run.turn.compaction import Compactor
+from runner.run.turn.native import (
     INTERRUPTED,
     NOT_RUN,
     NativeModel,
@@ -22,7 +22,7 @@ from runner.run.native_turn import (
     results_message,
     with_tool_mode,
 )
-from runner.run.winddown import _append_user
+from runner.run.turn.winddown import _append_user
 from runner.settings import ModelInfo
 from runner.task.loader import load_tasks
 from runner.toolcall import CallError, ToolCall, ToolSpec

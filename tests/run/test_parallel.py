@@ -1,11 +1,11 @@
-"""Which calls of a session may run at once (runner.run.parallel)."""
+"""Which calls of a session may run at once (runner.run.turn.parallel)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from runner.run.parallel import call_concurrency, read_lane
+from runner.run.turn.parallel import call_concurrency, read_lane
 from runner.task import load_tasks
 from runner.toolcall import ToolCall, ToolSpec
 

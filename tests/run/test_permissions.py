@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from runner.errors import ConfigError
-from runner.run.permissions import PermissionGate, check_rules_match, main_argument
+from runner.run.guard.permissions import PermissionGate, check_rules_match, main_argument
 from runner.task import Permissions, parse_rule
 from runner.toolcall import ToolSpec
 

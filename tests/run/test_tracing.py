@@ -1,4 +1,4 @@
-"""The tracing wrappers (runner.run.tracing) against a recording backend: what each span says,
+"""The tracing wrappers (runner.run.telemetry.tracing) against a recording backend: what each span says,
 what is masked, and that nothing changes when no run is traced.
 
 The exporter itself (OpenTelemetry's SDK over OTLP/HTTP) is covered end to end in
@@ -20,7 +20,7 @@ from runner.errors import ProviderError
 from runner.llm import Message, Reply, RetryEvent, Usage
 from runner.outcome import TaskOutcome, Totals
 from runner.redact import Redactor
-from runner.run.tracing import (
+from runner.run.telemetry.tracing import (
     Attributes,
     annotate_run,
     traced_agent,

@@ -7,8 +7,8 @@ import time
 import pytest
 
 from runner.llm import Usage
-from runner.run.budget import Budget, LimitExceeded, RunBudget
-from runner.run.winddown import WindDown
+from runner.run.turn.budget import Budget, LimitExceeded, RunBudget
+from runner.run.turn.winddown import WindDown
 
 
 @pytest.mark.parametrize(

@@ -18,29 +18,39 @@ from runner.llm import LLM, Message, NativeResult, Usage, context_window_of, cos
 from runner.mcp import McpHub, McpLimits
 from runner.outcome import Status, TaskOutcome, Totals
 from runner.redact import Redactor
-from runner.run.agents import agent_executor, offered_tools
-from runner.run.budget import Budget, LimitExceeded, RunBudget
-from runner.run.checks import structured_result
-from runner.run.compaction import Compactor
-from runner.run.features import end_hooks, guarded, start_hooks, task_skills, tools_with_skills
-from runner.run.hooks import HookRunner
-from runner.run.judge import judge_completion
-from runner.run.loop import AgentGaveUp, Completion, run_loop
-from runner.run.native_turn import (
+from runner.run.agents import agent_executor, call_concurrency, offered_tools
+from runner.run.guard import (
+    HookRunner,
+    TaskSandbox,
+    end_hooks,
+    guarded,
+    start_hooks,
+    task_sandbox,
+    task_skills,
+    tools_with_skills,
+)
+from runner.run.session.checks import structured_result
+from runner.run.session.child import run_child
+from runner.run.session.header import error_kind, session_header, tool_drift
+from runner.run.session.judge import judge_completion
+from runner.run.session.requirements import GitState, git_state
+from runner.run.session.tools import check_tool_patterns, task_system_prompt
+from runner.run.telemetry import Progress, traced_llm, traced_tools
+from runner.run.turn import (
     ANSWERED,
+    AgentGaveUp,
+    Budget,
+    Compactor,
+    Completion,
+    LimitExceeded,
+    ReplyBounds,
+    RunBudget,
+    WindDown,
     answer_open_calls,
     native_fields,
     native_model,
+    run_loop,
 )
-from runner.run.parallel import call_concurrency
-from runner.run.progress import Progress
-from runner.run.replybounds import ReplyBounds
-from runner.run.requirements import GitState, git_state
-from runner.run.sandboxing import TaskSandbox, task_sandbox
-from runner.run.session_header import error_kind, session_header, tool_drift
-from runner.run.session_tools import check_tool_patterns, task_system_prompt
-from runner.run.tracing import traced_llm, traced_tools
-from runner.run.winddown import WindDown
 from runner.sessionlog import LogWriteError, SessionLogWriter
 from runner.settings import Settings
 from runner.task import Task
@@ -68,7 +78,7 @@ class RunContext:
     models: dict[str, LLM] = field(default_factory=dict)
     """Sub-agents' models other than their task's, by `PROVIDER:MODEL`, made on first use."""
     progress: Progress = field(default_factory=Progress)
-    """Live progress lines on the console (runner.run.progress); off by default."""
+    """Live progress lines on the console (runner.run.telemetry.progress); off by default."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +95,7 @@ class ResumePoint:
     expected_tools: tuple[str, ...] = ()
     """The parent's tool names, to warn when the tools drifted."""
     worktree: dict[str, str] | None = None
-    """The parent ran in a worktree: its `head` and `patch` (runner.run.isolation)."""
+    """The parent ran in a worktree: its `head` and `patch` (runner.run.session.isolation)."""
     results: tuple[NativeResult, ...] = ()
     """Native mode: results the appended message owes the parent's last calls."""
 
@@ -107,8 +117,8 @@ class _State:
     """The loop's tool executor when the task has hooks, skills or permissions (else the hub)."""
     children: list[str] = field(default_factory=list)
     sandbox: TaskSandbox | None = None
-    """What confines the task's commands (runner.run.sandboxing)."""
-    """Session ids of the sub-agents the task started (runner.run.agents)."""
+    """What confines the task's commands (runner.run.guard.sandboxing)."""
+    """Session ids of the sub-agents the task started (runner.run.agents.executor)."""
 
 
 async def run_task(
@@ -344,7 +354,9 @@ async def _converse(
         state.git_before = await git_state(task.workdir, ctx.env)
     wind_down = WindDown(state.budget, timeout)
     executor = traced_tools(
-        agent_executor(state.executor or hub, task, llm, log, state.budget, ctx, state.children),
+        agent_executor(
+            state.executor or hub, task, llm, log, state.budget, ctx, state.children, run_child
+        ),
         [*hub.tools, *tools],
     )
     try:

@@ -7,7 +7,7 @@ call's cut JSON fails to parse); its error tells the model that its reply hit th
 and to go on in smaller steps. Calls complete before the cut run as usual.
 
 Limits: a reply whose only call was cut ran nothing, so it counts as a reply without a tool call
-(three in a row end the task as failed, `runner.run.loop.MAX_REPLIES_WITHOUT_TOOL`); every cut
+(three in a row end the task as failed, `runner.run.turn.loop.MAX_REPLIES_WITHOUT_TOOL`); every cut
 reply is a turn like any other. Each cut is a `warning` event in the session log.
 """
 

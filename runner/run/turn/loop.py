@@ -15,12 +15,12 @@ from typing import Any, Literal, Protocol
 
 from runner.errors import ContextLengthError
 from runner.llm import LLM, Message, NativeTools, Reply, RetryEvent, Usage
-from runner.run.batch import SEQUENTIAL, Concurrency, batches, gather_in_order
-from runner.run.budget import Budget
-from runner.run.compaction import CompactionSink, Compactor
-from runner.run.cutreply import cut_items, cut_notice, was_cut
-from runner.run.native_turn import native_fields, native_items, results_message
-from runner.run.replybounds import DEFAULT_BOUNDS, ReplyBounds, ResultRoom, split_calls
+from runner.run.turn.batch import SEQUENTIAL, Concurrency, batches, gather_in_order
+from runner.run.turn.budget import Budget
+from runner.run.turn.compaction import CompactionSink, Compactor
+from runner.run.turn.cutreply import cut_items, cut_notice, was_cut
+from runner.run.turn.native import native_fields, native_items, results_message
+from runner.run.turn.replybounds import DEFAULT_BOUNDS, ReplyBounds, ResultRoom, split_calls
 from runner.toolcall import (
     ATTEMPT_COMPLETION,
     NATIVE_REMINDER,
@@ -52,7 +52,7 @@ class AgentGaveUp(Exception):
 
 
 class WindDownNotice(Protocol):
-    """Tells the agent, once, that a limit is near (runner.run.winddown.WindDown fits)."""
+    """Tells the agent, once, that a limit is near (runner.run.turn.winddown.WindDown fits)."""
 
     def before_call(self, messages: list[Message], events: EventSink) -> None: ...
 

@@ -7,84 +7,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from runner.errors import ConfigError, ExitCode, Problem, TaskFileError
-from runner.run.features import feature_problems, with_config_hooks
+from runner.run.plan.loading import check_sections, load_selected_tasks
 from runner.settings import Settings, environ, load_settings
-from runner.task import Task, discover_task_files, load_tasks
+from runner.task import Task
 
-__all__ = [
-    "agent_problems",
-    "annotate_config_error",
-    "check_config_extensions",
-    "check_sections",
-    "load_selected_tasks",
-    "print_prompt",
-    "validate",
-]
-
-
-def load_selected_tasks(
-    paths: Sequence[str], params: Mapping[str, str], settings: Settings
-) -> list[Task]:
-    """Discover and load tasks with the config's extensions and the process environment."""
-    check_config_extensions(settings)
-    files = discover_task_files(paths)
-    tasks = load_tasks(
-        files,
-        params=params,
-        config_extensions=settings.extensions,
-        env=environ(),
-        config_agents=settings.agents,
-    )
-    return with_config_hooks(tasks, settings.hooks)
-
-
-def check_config_extensions(settings: Settings) -> None:
-    """Raise ConfigError naming the config file and line of each bad key of its `extensions:`,
-    once for the run (the task loader leaves such keys to this check)."""
-    import difflib
-
-    from pydantic import ValidationError
-
-    from runner.mcp import ExtensionConfig
-
-    known = sorted(ExtensionConfig.model_fields)
-    lines = []
-    for name, fields in settings.extensions.items():
-        try:
-            ExtensionConfig.model_validate({"name": name, **fields})
-            continue
-        except ValidationError as exc:
-            errors = exc.errors()
-        for error in errors:
-            key = str(error["loc"][0]) if error["loc"] else ""
-            # An entry may set a few fields of a task's server (no `cmd`), and `${VAR}` is
-            # filled in later: those are judged once merged, in the task.
-            if not key or error["type"] == "missing" or "${" in str(error.get("input")):
-                continue
-            where = settings.where("extensions", name, key)
-            if error["type"] == "extra_forbidden":
-                close = difflib.get_close_matches(key, known, n=1)
-                hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
-                lines.append(f"{where}: extensions.{name}.{key}: unknown key ({hint})")
-            else:
-                lines.append(f"{where}: extensions.{name}.{key}: {error['msg']}")
-    if lines:
-        raise ConfigError("\n".join(lines))
-
-
-def check_sections(task: Task, settings: Settings) -> None:
-    """Raise ConfigError (naming the task) when its prompt sections cannot be built."""
-    from runner.prompt import default_prompts_dir, load_sections
-
-    try:
-        load_sections(
-            [default_prompts_dir(), *settings.prompts, *task.prompt_dirs], task.spec.sections
-        )
-    except ConfigError as exc:
-        raise ConfigError(f"{task.file}:{task.line}: task {task.name!r}: {exc}") from None
-    problems = feature_problems(task)  # skills and permission rules
-    if problems:
-        raise TaskFileError(problems)
+__all__ = ["agent_problems", "annotate_config_error", "print_prompt", "validate"]
 
 
 def validate(paths: Sequence[str], params: Mapping[str, str], config: Path | None) -> int:
@@ -114,7 +41,7 @@ def validate(paths: Sequence[str], params: Mapping[str, str], config: Path | Non
 
 def agent_problems(task: Task, settings: Settings) -> list[Problem]:
     """The task's agent allowlists checked against its tools (its servers start to list them)."""
-    from runner.run.session_tools import task_tool_lists
+    from runner.run.session import task_tool_lists
     from runner.task import agent_tool_problems
 
     every, allowed = task_tool_lists(task, settings)
@@ -136,8 +63,8 @@ def print_prompt(
     task = _pick(tasks, name, path)
     from runner.redact import Redactor
     from runner.run.agents import offered_tools
-    from runner.run.features import task_skills, tools_with_skills
-    from runner.run.session_tools import task_system_prompt, task_tool_lists
+    from runner.run.guard import task_skills, tools_with_skills
+    from runner.run.session import task_system_prompt, task_tool_lists
 
     every, allowed = task_tool_lists(task, settings)
     skills = task_skills(task)

@@ -21,9 +21,9 @@ from typing import Any, Literal, Protocol
 
 from runner.errors import RunnerError
 from runner.llm import LLM, Message, Usage
-from runner.run.budget import Budget, LimitExceeded
-from runner.run.loop import Completion, EventSink, record_reply
-from runner.run.native_turn import answer_open_calls, native_fields
+from runner.run.turn.budget import Budget, LimitExceeded
+from runner.run.turn.loop import Completion, EventSink, record_reply
+from runner.run.turn.native import answer_open_calls, native_fields
 from runner.toolcall import ATTEMPT_COMPLETION, ToolCall, parse_reply
 
 __all__ = [

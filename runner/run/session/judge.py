@@ -10,11 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from runner.run.budget import Budget
-from runner.run.checks import expect_problem, feedback_for_check, output_tail, run_check
-from runner.run.hooks import HookRunner, stop_feedback
-from runner.run.requirements import GitState, git_state, requirement_problem
-from runner.run.sandboxing import command_env
+from runner.run.guard import HookRunner, command_env, stop_feedback
+from runner.run.session.checks import expect_problem, feedback_for_check, output_tail, run_check
+from runner.run.session.requirements import GitState, git_state, requirement_problem
+from runner.run.turn import Budget
 from runner.sessionlog import SessionLogWriter
 from runner.task import Task
 

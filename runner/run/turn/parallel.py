@@ -1,9 +1,10 @@
-"""Which calls of a reply run at the same time: sub_agent calls, and read-only calls (DESIGN 16).
+"""Which read-only calls of a reply run at the same time (DESIGN 16).
 
 Calls of read-only tools (the workspace's read_file, list_files and search_files; MCP tools
 whose annotations say `readOnlyHint: true`) that follow each other in a reply run at once, at
 most `max_parallel_reads` at a time; their results, log events and result caps come back in call
-order (`runner.run.batch`, `runner.run.loop`). Anything else in the reply is a barrier.
+order (`runner.run.turn.batch`, `runner.run.turn.loop`). Anything else in the reply is a barrier.
+The sub_agent calls' lane joins this one in `runner.run.agents.call_concurrency`.
 
 A tool that a `pre_tool` or `post_tool` hook matches is left out: hooks are commands of the
 user's with effects of their own (a hook may log, count or rewrite), and they run, and are
@@ -15,17 +16,11 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Sequence
 
-from runner.run.agents import agent_concurrency
-from runner.run.batch import Concurrency, Lane
+from runner.run.turn.batch import Lane
 from runner.task import Task
 from runner.toolcall import ToolSpec
 
-__all__ = ["call_concurrency", "read_lane"]
-
-
-def call_concurrency(task: Task, tools: Sequence[ToolSpec], max_parallel_reads: int) -> Concurrency:
-    """The session's lanes: its sub_agent calls, and calls of its read-only tools."""
-    return agent_concurrency(task).with_lane(read_lane(task, tools, max_parallel_reads))
+__all__ = ["read_lane"]
 
 
 def read_lane(task: Task, tools: Sequence[ToolSpec], limit: int) -> Lane:

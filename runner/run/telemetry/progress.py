@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TextIO
 
 from runner.report import format_cost, format_duration, format_tokens
-from runner.run.budget import Budget
+from runner.run.turn import Budget
 
 __all__ = ["DEFAULT_INTERVAL_S", "Progress", "ProgressEvents", "TaskProgress"]
 

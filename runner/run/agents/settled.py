@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runner.run.agents import SUB_AGENT
+from runner.run.agents.tool import SUB_AGENT
 from runner.sessionlog import SessionRecord, children_of
 from runner.toolcall import ToolCall, ToolResult, ToolSpec, parse_reply, render_result
 

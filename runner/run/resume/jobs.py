@@ -1,4 +1,9 @@
-"""`resume`: continue sessions from their logs, possibly on another machine (DESIGN section 8)."""
+"""`resume`: continue sessions from their logs, possibly on another machine (DESIGN section 8).
+
+Each log becomes a job for `runner.run.app.execute`: its task rebuilt from the task file in this
+checkout (`runner.run.resume.task`), its limits raised by the command's flags, and the point it
+picks up from (the context so far, the sub-agents a cut-off reply started, the new message).
+"""
 
 from __future__ import annotations
 
@@ -11,24 +16,24 @@ from runner.errors import ConfigError
 from runner.llm import Message
 from runner.outcome import Totals
 from runner.redact import Redactor
-from runner.run.agent_resume import settled_agent_calls
-from runner.run.app import Job, RunOptions, execute, prepare_jobs
-from runner.run.checkout import Located, locate_in_checkout
-from runner.run.isolation import parent_worktree
-from runner.run.native_turn import answer_open_calls, logged_tool_mode
-from runner.run.resume_task import check_header_names, resumed_task
-from runner.run.session import ResumePoint
+from runner.run.agents import settled_agent_calls
+from runner.run.plan import Job, RunOptions, prepare_jobs
+from runner.run.resume.task import check_header_names, resumed_task
+from runner.run.session import Located, ResumePoint, locate_in_checkout, parent_worktree
+from runner.run.turn import answer_open_calls, logged_tool_mode
 from runner.sessionlog import SessionRecord, read_session, rebuild_messages, sessions_to_resume
 from runner.settings import Settings
 from runner.task import Limits, Task, parse_duration
 
-__all__ = ["default_message", "resume_sessions"]
+__all__ = ["default_message", "resumed_jobs"]
 
 
-def resume_sessions(
+def resumed_jobs(
     paths: Sequence[str], args: Any, settings: Settings, options: RunOptions
-) -> int:
-    """The `resume` command: one new session per log, each linked to its parent."""
+) -> list[Job]:
+    """The jobs of `resume`: one per log (the logs of a folder: per task, its latest session
+    when that did not pass), each to run as a new session linked to its parent; none when
+    there is nothing to resume."""
     logs: list[Path] = []
     for text in paths:
         path = Path(text)
@@ -39,8 +44,7 @@ def resume_sessions(
         else:
             raise ConfigError(f"{text}: no such session log or directory")
     if not logs:
-        print("nothing to resume: every session there passed", file=sys.stderr)
-        return 0
+        return []
     workdir = _chosen_workdir(getattr(args, "workdir", None))
     redactor = Redactor(settings.secret_values())
     stream = sys.stderr if options.output == "json" else sys.stdout
@@ -77,7 +81,7 @@ def resume_sessions(
         [job] = prepare_jobs([task], settings.model_copy(update={"tool_mode": None}), model)
         job.resume = _resume_point(record, args.message)
         jobs.append(job)
-    return execute(jobs, settings, options)
+    return jobs
 
 
 def _chosen_workdir(text: str | Path | None) -> Path | None:

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.run.budget import Budget
+from runner.run.turn import Budget
 from runner.task import Require
 
 __all__ = ["GitState", "git_state", "requirement_problem"]

@@ -13,24 +13,27 @@ import contextlib
 import time
 import traceback
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from runner import __version__
 from runner.errors import ProviderError, RunnerError
 from runner.llm import LLM, Message, Usage, context_window_of, cost_usd, create_llm
 from runner.outcome import Status, Totals
-from runner.run.budget import Budget, LimitExceeded
-from runner.run.compaction import Compactor
-from runner.run.loop import AgentGaveUp, run_loop
-from runner.run.native_turn import NativeModel, native_tools_for, task_in_mode
-from runner.run.session_tools import task_system_prompt
-from runner.run.tracing import traced_llm, traced_tools
+from runner.run.agents import AgentTools, RunContext, SessionFrame, call_concurrency
+from runner.run.session.tools import task_system_prompt
+from runner.run.telemetry import traced_llm, traced_tools
+from runner.run.turn import (
+    AgentGaveUp,
+    Budget,
+    Compactor,
+    LimitExceeded,
+    NativeModel,
+    native_tools_for,
+    run_loop,
+    task_in_mode,
+)
 from runner.sessionlog import LogWriteError, SessionLogWriter, new_session_id
 from runner.task import AgentSpec
 from runner.toolcall import ToolResult
-
-if TYPE_CHECKING:
-    from runner.run.agents import AgentTools, RunContext, SessionFrame
 
 __all__ = ["ChildBudget", "run_child"]
 
@@ -85,9 +88,9 @@ Ending = tuple[Status, str, str, str]
 async def run_child(
     tools: AgentTools, name: str, agent: AgentSpec, task_text: str, *, index: int
 ) -> ToolResult:
-    """Run agent `name` on `task_text` to its end: its result, or why it has none."""
-    from runner.run.agents import AgentTools, SessionFrame
-
+    """Run agent `name` on `task_text` to its end: its result, or why it has none (a
+    `ChildRunner`: the executor it builds for the child runs the child's own sub_agent calls
+    with the same runner)."""
     frame, ctx = tools.frame, tools.ctx
     limits = agent.limits
     budget = ChildBudget(
@@ -107,7 +110,7 @@ async def run_child(
         policies=(*frame.policies, (name, agent.tools)),
         children=frame.children,
     )
-    executor = AgentTools(tools.hub, child_frame, ctx)
+    executor = AgentTools(tools.hub, child_frame, ctx, tools.run_child)
     child = _Child(name, time.monotonic())
     ending: Ending
     try:
@@ -155,8 +158,6 @@ async def _converse(
     task_text: str,
     index: int,
 ) -> Ending:
-    from runner.run.parallel import call_concurrency
-
     frame, ctx = executor.frame, executor.ctx
     llm = child.llm = traced_llm(_model_for(agent, parent.llm, ctx))
     offered = executor.tools()

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from runner.prompt import LOAD_SKILL, Skill
-from runner.run.hooks import HookRunner
-from runner.run.loop import ToolExecutor
-from runner.run.permissions import PermissionGate
+from runner.run.guard.hooks import HookRunner
+from runner.run.guard.permissions import PermissionGate
+from runner.run.turn import ToolExecutor
 from runner.toolcall import ToolResult, ToolSpec
 from runner.workspace import WorkspaceError
 

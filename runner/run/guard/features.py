@@ -18,10 +18,10 @@ from typing import Any
 from runner.errors import Problem, TaskFileError
 from runner.mcp import WORKSPACE, builtin_workspace_root, policy_allows
 from runner.prompt import Skill, discover_skills, load_skill_spec
-from runner.run.guard import GuardedExecutor, Hub
-from runner.run.hooks import HookLog, HookRunner
-from runner.run.permissions import PermissionGate, answers_to, check_rules_match
-from runner.run.sandboxing import command_env
+from runner.run.guard.executor import GuardedExecutor, Hub
+from runner.run.guard.hooks import HookLog, HookRunner
+from runner.run.guard.permissions import PermissionGate, answers_to, check_rules_match
+from runner.run.guard.sandboxing import command_env
 from runner.task import Hooks, Task, parse_config_hooks, unmatched_rules
 from runner.toolcall import ToolSpec
 from runner.workspace import DESCRIPTIONS

@@ -1,6 +1,6 @@
 """What a task's session log opens with, and how its errors and tool drift are named.
 
-Split from `runner.run.session` so that module keeps to the task's course; these are pure
+Split from `runner.run.session.session` so that module keeps to the task's course; these are pure
 functions of the task, the model and the resume point.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 from runner import __version__
 from runner.errors import McpServerError, ProviderError, RunnerError, SandboxUnavailable
 from runner.llm import LLM
-from runner.run.isolation import checkout_of
+from runner.run.session.isolation import checkout_of
 from runner.sessionlog import LogWriteError
 from runner.task import Task
 from runner.toolcall import ToolSpec

@@ -1,18 +1,21 @@
-"""Sub-agents (DESIGN section 13): the `sub_agent` tool and the executor that runs its calls.
+"""The executor of a session whose task has sub-agents (DESIGN section 13).
 
 The parent's tool executor becomes an `AgentTools`: a `sub_agent` call starts a child session
-(`runner.run.child`) and every other call goes to the task's hub, checked first against the
-policies of the agents it runs under (the hub itself enforces the task's own). A reply's
-consecutive `sub_agent` calls run at once (`runner.run.batch`), at most
-`limits.max_parallel_agents` at a time, and their results come back in call order.
+and every other call goes to the task's hub, checked first against the policies of the agents it
+runs under (the hub itself enforces the task's own). A reply's consecutive `sub_agent` calls run
+at once (`runner.run.turn.batch`), at most `limits.max_parallel_agents` at a time, and their
+results come back in call order.
+
+A child session is a session that may offer `sub_agent` in its turn, so sub-agents recurse. The
+recursion goes through `ChildRunner`, handed to the executor by the session that makes it (and by
+each child session to its own executor): this room never imports a session.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,33 +24,27 @@ from runner.errors import ConfigError
 from runner.llm import LLM
 from runner.mcp import ToolPolicy, policy_allows
 from runner.redact import Redactor
-from runner.run.batch import Concurrency, Lane
-from runner.run.budget import Budget, RunBudget
-from runner.run.tracing import traced_agent
+from runner.run.agents.tool import SUB_AGENT, agent_tool, offered_tools
+from runner.run.telemetry import traced_agent
+from runner.run.turn import Budget, RunBudget
 from runner.sessionlog import SessionLogWriter
 from runner.settings import Settings
 from runner.task import AgentSpec, Task, agent_tool_problems
 from runner.toolcall import ToolResult, ToolSpec
 
 __all__ = [
-    "SUB_AGENT",
     "AgentTools",
+    "ChildRunner",
     "RunContext",
     "SessionFrame",
     "ToolHub",
-    "agent_concurrency",
     "agent_executor",
-    "agent_tool",
     "close_agent_models",
-    "offered_tools",
 ]
-
-SUB_AGENT = "sub_agent"
-"""The one tool through which a parent starts its sub-agents."""
 
 
 class RunContext(Protocol):
-    """What sub-agents need of the run (`runner.run.session.RunContext` fits)."""
+    """What sub-agents need of the run (`runner.run.session.session.RunContext` fits)."""
 
     settings: Settings
     run_id: str
@@ -59,6 +56,15 @@ class RunContext(Protocol):
     models: dict[str, LLM]
 
 
+class ChildRunner(Protocol):
+    """Runs one sub-agent's session to its end and gives its result as one tool result
+    (`runner.run.session.run_child` fits); `index` is the call's place in its reply."""
+
+    def __call__(
+        self, tools: AgentTools, name: str, agent: AgentSpec, task: str, /, *, index: int
+    ) -> Awaitable[ToolResult]: ...
+
+
 class ToolHub(Protocol):
     """What the sub-agents need of the task's hub (`runner.mcp.McpHub` fits)."""
 
@@ -67,57 +73,6 @@ class ToolHub(Protocol):
     @property
     def allowed_tools(self) -> list[ToolSpec]: ...
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult: ...
-
-
-def agent_tool(agents: Mapping[str, AgentSpec], parallel: int) -> ToolSpec:
-    """The `sub_agent` tool: `agent` is an enum of the agents' names, each described."""
-    listed = "\n".join(
-        f"- {name}: {' '.join(agent.description.split())}" for name, agent in agents.items()
-    )
-    description = (
-        "Start a sub-agent: a separate session with a fresh context and its own tools. It sees "
-        "nothing of this conversation, only `task`, and its final result comes back as this "
-        f"call's result. Several sub_agent calls in one message run at the same time (at most "
-        f"{parallel} at once) and their results come back in call order; give each one a "
-        f"self-contained task. The agents:\n{listed}"
-    )
-    return ToolSpec(
-        name=SUB_AGENT,
-        description=description,
-        input_schema={
-            "type": "object",
-            "properties": {
-                "agent": {
-                    "type": "string",
-                    "enum": list(agents),
-                    "description": "Which agent to start.",
-                },
-                "task": {
-                    "type": "string",
-                    "description": "Everything the sub-agent needs to know to do its work, and "
-                    "what to report back.",
-                },
-            },
-            "required": ["agent", "task"],
-        },
-    )
-
-
-def offered_tools(task: Task, tools: Sequence[ToolSpec], depth: int = 0) -> list[ToolSpec]:
-    """`tools` plus `sub_agent` when the task has agents and `depth` allows one more level."""
-    limits = task.spec.limits
-    if not task.spec.agents or depth >= limits.max_depth:
-        return list(tools)
-    return [*tools, agent_tool(task.spec.agents, limits.max_parallel_agents)]
-
-
-def agent_concurrency(task: Task) -> Concurrency:
-    """The loop's batching: consecutive sub_agent calls run at once (the executor gates them)."""
-    if not task.spec.agents:
-        return Concurrency()
-    # The limit is enforced by AgentTools' own gate, so that each call takes its index in the
-    # reply in call order, before it waits for a free slot.
-    return Concurrency((Lane(frozenset({SUB_AGENT}), limit=sys.maxsize),))
 
 
 @dataclass
@@ -141,11 +96,15 @@ class SessionFrame:
 class AgentTools:
     """A session's tool executor when the task has agents (or the session is a sub-agent)."""
 
-    def __init__(self, hub: ToolHub, frame: SessionFrame, ctx: RunContext) -> None:
+    def __init__(
+        self, hub: ToolHub, frame: SessionFrame, ctx: RunContext, run_child: ChildRunner
+    ) -> None:
         self.hub = hub
         self.frame = frame
         self.ctx = ctx
         """The run's `RunContext` (settings, out folder, run budget, signals)."""
+        self.run_child = run_child
+        """Starts a `sub_agent` call's session; a child's executor gets the same one."""
         self._gate = asyncio.Semaphore(frame.task.spec.limits.max_parallel_agents)
         self._turn = -1
         self._index = 0
@@ -194,12 +153,10 @@ class AgentTools:
         if agent is None:
             known = ", ".join(self.frame.task.spec.agents)
             return ToolResult(f"Error: no agent named {agent_name!r}. Agents: {known}.", True)
-        from runner.run.child import run_child
-
         async with self._gate:
             task = str(arguments.get("task", ""))
             return await traced_agent(
-                agent_name, run_child(self, agent_name, agent, task, index=index)
+                agent_name, self.run_child(self, agent_name, agent, task, index=index)
             )
 
     def _next_index(self) -> int:
@@ -218,6 +175,7 @@ def agent_executor(
     budget: Budget,
     ctx: RunContext,
     children: list[str],
+    run_child: ChildRunner,
 ) -> ToolHub | AgentTools:
     """The task session's executor: the hub itself, or an AgentTools when the task has agents."""
     if not task.spec.agents:
@@ -233,7 +191,7 @@ def agent_executor(
         raise ConfigError("; ".join(str(problem) for problem in problems))
     redactor = ctx.redactor.with_secrets(task.secrets)
     frame = SessionFrame(task, llm, log, budget, redactor, children=children)
-    return AgentTools(hub, frame, ctx)
+    return AgentTools(hub, frame, ctx, run_child)
 
 
 async def close_agent_models(ctx: RunContext) -> None:

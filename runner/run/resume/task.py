@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from runner.errors import ConfigError
 from runner.mcp import WORKSPACE, ExtensionConfig, builtin_workspace_root, workspace_extension
 from runner.redact import MASK, Redactor
-from runner.run.checkout import Located
+from runner.run.session import Located
 from runner.sessionlog import SessionRecord
 from runner.settings import Settings, environ
 from runner.task import Task, TaskSpec, load_tasks

@@ -1,4 +1,4 @@
-"""The OpenTelemetry SDK behind `runner.run.tracing`: the one module that imports it.
+"""The OpenTelemetry SDK behind `runner.run.telemetry.tracing`: the one module that imports it.
 
 Spans go to the OTLP/HTTP exporter through a batch processor, which sends them from a thread of
 its own: a slow or dead collector never holds up a turn. The exporter reads its configuration
@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from runner import __version__
-from runner.run.tracing import Attributes
+from runner.run.telemetry.spans import Attributes
 from runner.workspace import TRACE_ENV
 
 __all__ = ["FLUSH_TIMEOUT_S", "OtelBackend"]
@@ -38,7 +38,7 @@ _WARNING_CHARS = 300
 
 
 class _Span:
-    """An open SDK span behind `runner.run.tracing.SpanHandle`."""
+    """An open SDK span behind `runner.run.telemetry.spans.SpanHandle`."""
 
     def __init__(self, span: trace.Span) -> None:
         self._span = span

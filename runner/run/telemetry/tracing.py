@@ -7,23 +7,25 @@ session (`invoke_agent`) under the `sub_agent` call that started it. Every comma
 runs with the `TRACEPARENT` of the span it belongs to (`runner.workspace.TRACE_ENV`).
 
 Otherwise each wrapper here hands its argument back as it came and nothing of OpenTelemetry is
-imported: the SDK lives in `runner.run.otel`, loaded only when a run is traced. Every string sent
-goes through the task's redactor; prompts, replies, tool arguments and results are never sent.
+imported: the SDK lives in `runner.run.telemetry.otel`, loaded only when a run is traced, behind
+the seam of `runner.run.telemetry.spans`. Every string sent goes through the task's redactor;
+prompts, replies, tool arguments and results are never sent.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from runner.llm import LLM, Message, Reply, RetryEvent, Usage
 from runner.outcome import TaskOutcome
 from runner.redact import Redactor
-from runner.run.loop import ToolExecutor
+from runner.run.telemetry.spans import Attributes, Backend, SpanHandle
+from runner.run.turn import ToolExecutor
 from runner.task import Task
 from runner.toolcall import ToolResult, ToolSpec
 
@@ -46,38 +48,6 @@ __all__ = [
 
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 """Either one turns tracing on (the SDK reads the rest of its `OTEL_*` configuration itself)."""
-
-Attributes = Mapping[str, str | bool | int | float | Sequence[str]]
-
-
-class SpanHandle(Protocol):
-    """One open span, as the wrappers here use it."""
-
-    def set(self, attributes: Attributes) -> None: ...
-
-    def event(self, name: str, attributes: Attributes) -> None: ...
-
-    def fail(self, error_type: str, description: str) -> None: ...
-
-
-class Backend(Protocol):
-    """The exporter behind the wrappers (`runner.run.otel.OtelBackend`)."""
-
-    say: Callable[[str], None]
-    """Where warnings go (the run's console once `annotate_run` set it)."""
-
-    def span(
-        self,
-        name: str,
-        attributes: Attributes,
-        *,
-        client: bool = False,
-        parent: Mapping[str, str] | None = None,
-    ) -> AbstractContextManager[SpanHandle]: ...
-
-    def shutdown(self) -> None: ...
-
-    def abandon(self) -> None: ...
 
 
 @dataclass
@@ -380,7 +350,7 @@ def _outcome_attributes(outcome: TaskOutcome) -> dict[str, Any]:
 def _load_backend(env: Mapping[str, str]) -> Backend | None:
     """The SDK's exporter, or None (with a warning) when the `otel` extra is not installed."""
     try:
-        from runner.run.otel import OtelBackend
+        from runner.run.telemetry.otel import OtelBackend
     except ImportError as error:
         print(
             "agent-runner: warning: an OTLP endpoint is set but OpenTelemetry is not installed "

@@ -3,11 +3,11 @@
 Before anything runs, `check_isolation` refuses (exit 2) a worktree task whose workdir is not in a
 git repository with a commit, and two tasks that would share a workdir at once (`--jobs` > 1)
 without isolation when either may write in it. `run_isolated` runs one task: a fresh worktree
-(`runner.run.worktree`) stands in for the workdir everywhere (tools, the workspace server, hooks,
-the success check), the change is written to `<out>/patches/<task>.patch` at the end, whatever
-the outcome, and the worktree is removed unless `--keep-worktrees`. The session log header's
-`checkout.isolation` records the commit and the patch, so that `resume` starts a fresh worktree
-from that commit with the patch applied.
+(`runner.run.session.worktree`) stands in for the workdir everywhere (tools, the workspace
+server, hooks, the success check), the change is written to `<out>/patches/<task>.patch` at the
+end, whatever the outcome, and the worktree is removed unless `--keep-worktrees`. The session
+log header's `checkout.isolation` records the commit and the patch, so that `resume` starts a
+fresh worktree from that commit with the patch applied.
 """
 
 from __future__ import annotations
@@ -23,8 +23,14 @@ from runner.atomic import ARTIFACT_MODE
 from runner.errors import ConfigError, ExitCode, RunnerError
 from runner.mcp import WORKSPACE, builtin_workspace_root, policy_allows, workspace_extension
 from runner.outcome import TaskOutcome
-from runner.run.checkout import checkout_record
-from runner.run.worktree import Worktree, create_worktree, remove_worktree, repository_of, task_diff
+from runner.run.session.checkout import checkout_record
+from runner.run.session.worktree import (
+    Worktree,
+    create_worktree,
+    remove_worktree,
+    repository_of,
+    task_diff,
+)
 from runner.task import Task
 from runner.toolcall import ToolSpec
 
@@ -128,8 +134,9 @@ def patch_name(name: str) -> str:
 
 
 def checkout_of(task: Task, cwd: Path) -> dict[str, Any]:
-    """The session log header's `checkout` (runner.run.checkout), for a task in a worktree with
-    the original workdir and `isolation`: {mode, head, patch (relative to --out), worktree}."""
+    """The session log header's `checkout` (runner.run.session.checkout), for a task in a
+    worktree with the original workdir and `isolation`: {mode, head, patch (relative to --out),
+    worktree}."""
     facts = task.isolated
     record = checkout_record(task.file, Path(facts["workdir"]) if facts else task.workdir, cwd)
     if facts:

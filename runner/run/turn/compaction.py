@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 from runner.llm import LLM, Message, MessageChars, Usage
-from runner.run.budget import Budget
-from runner.run.native_turn import cleared, transcript_text
+from runner.run.turn.budget import Budget
+from runner.run.turn.native import cleared, transcript_text
 
 __all__ = ["CLEARED", "CompactionSink", "Compactor", "estimate_tokens"]
 

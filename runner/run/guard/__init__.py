@@ -1,0 +1,37 @@
+"""What stands between the agent and the machine (DESIGN sections 7b, 14 and 15).
+
+Around each tool call, the gates of the executor (`executor.GuardedExecutor`): the permission
+rules (`permissions`), the pre_tool and post_tool hooks (`hooks`, which also runs the start,
+stop and end hooks), and the skills the runner serves itself. `features` puts a task's hooks,
+skills and rules together and checks them before anything starts. Under every command the task
+runs, its OS sandbox (`sandboxing`: the settings, the backend the run found, the record).
+"""
+
+from __future__ import annotations
+
+from runner.run.guard.features import (
+    end_hooks,
+    feature_problems,
+    guarded,
+    start_hooks,
+    task_skills,
+    tools_with_skills,
+    with_config_hooks,
+)
+from runner.run.guard.hooks import HookRunner, stop_feedback
+from runner.run.guard.sandboxing import TaskSandbox, command_env, task_sandbox
+
+__all__ = [
+    "HookRunner",
+    "TaskSandbox",
+    "command_env",
+    "end_hooks",
+    "feature_problems",
+    "guarded",
+    "start_hooks",
+    "stop_feedback",
+    "task_sandbox",
+    "task_skills",
+    "tools_with_skills",
+    "with_config_hooks",
+]

@@ -1,0 +1,28 @@
+"""Before anything runs (DESIGN sections 7 and 10): which tasks, checked, with their models.
+
+`loading` finds and loads the task files and checks what needs no server (the config's
+extensions, prompt sections, skills and permission rules); `selection` applies `--filter` and
+`--shard`; `jobs` holds the run's options and makes one job per task, with its model and tool
+mode. `inspect` is the two commands that stop there: `validate` and `prompt`.
+"""
+
+from __future__ import annotations
+
+from runner.run.plan.inspect import annotate_config_error, print_prompt, validate
+from runner.run.plan.jobs import Job, RunOptions, prepare_jobs
+from runner.run.plan.loading import check_sections, load_selected_tasks
+from runner.run.plan.selection import parse_shard, select_tasks, shard_of
+
+__all__ = [
+    "Job",
+    "RunOptions",
+    "annotate_config_error",
+    "check_sections",
+    "load_selected_tasks",
+    "parse_shard",
+    "prepare_jobs",
+    "print_prompt",
+    "select_tasks",
+    "shard_of",
+    "validate",
+]

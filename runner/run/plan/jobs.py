@@ -1,0 +1,72 @@
+"""What a run is made of before it starts: its options, and one job per task with its model.
+
+`prepare_jobs` checks what must hold before anything runs (a model for every task, prompt
+sections that build: exit 2 otherwise), makes each task's model (one shared client per model
+where the provider allows it) and resolves the tool mode each task runs in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runner.errors import ConfigError
+from runner.llm import LLM
+from runner.run.plan.loading import check_sections
+from runner.run.session import ResumePoint
+from runner.run.turn import with_tool_mode
+from runner.settings import Settings
+from runner.task import Task
+
+__all__ = ["Job", "RunOptions", "prepare_jobs"]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Command-line choices shared by `run` and `resume`."""
+
+    out: Path
+    junit: Path | None
+    output: str = "text"
+    quiet: bool = False
+    verbose: bool = False
+    """Print each task's transcript when it ends (on GitHub Actions it is always printed, folded
+    in a group)."""
+    fail_fast: bool = False
+    isolation: str | None = None
+    """`--isolation`: none or worktree for every task (None: each task's own)."""
+    keep_worktrees: bool = False
+
+
+@dataclass
+class Job:
+    """One task to run, with its model and, on resume, where it picks up."""
+
+    task: Task
+    llm: LLM
+    resume: ResumePoint | None = None
+    started: bool = field(default=False)
+
+
+def prepare_jobs(tasks: list[Task], settings: Settings, model: str | None) -> list[Job]:
+    """Check what must hold before anything runs (exit 2 otherwise) and make each task's model."""
+    from runner.llm import create_llm
+
+    jobs = []
+    shared: dict[str, LLM] = {}
+    for task in tasks:
+        spec = model or task.spec.model or settings.model
+        if not spec:
+            raise ConfigError(
+                f"{task.file}:{task.line}: task {task.name!r} has no model: pass --model "
+                "PROVIDER:MODEL, set `model:` in the task, or AGENT_RUNNER_MODEL"
+            )
+        check_sections(task, settings)
+        llm = shared.get(spec) or create_llm(spec, settings)
+        if getattr(llm, "shareable", False):
+            # One client (TLS context, connection pool) for every task on this model, instead of
+            # one per task built at the same moment: 32 of those cost a second of CPU.
+            shared[spec] = llm
+        # The task in the mode it runs in: `auto` and --tool-mode resolved (DESIGN 16).
+        jobs.append(Job(with_tool_mode(task, llm, settings), llm))
+    return jobs

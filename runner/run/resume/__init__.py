@@ -1,0 +1,12 @@
+"""Continuing sessions from their logs (DESIGN sections 8 and 12), possibly on another machine.
+
+`jobs` turns each log into a job for the run (`runner.run.app.execute`): the point it picks up
+from and its limits; `task` rebuilds the task it runs from the task file in this checkout, never
+from what the log header claims (unless `--from-log`, said plainly).
+"""
+
+from __future__ import annotations
+
+from runner.run.resume.jobs import default_message, resumed_jobs
+
+__all__ = ["default_message", "resumed_jobs"]

@@ -1,0 +1,31 @@
+"""One task, start to end (DESIGN sections 7, 12, 13 and 15), and a sub-agent's session.
+
+`session` runs a task: its servers, its system prompt and tools (`tools`), the log it opens with
+(`header`), the loop, the judgement of a completion (`judge`: `requirements`, the stop hooks,
+`checks`), the outcome. `child` is one sub-agent's session, built from the same parts and handed
+to the sub-agents' executor as its `ChildRunner`. Where the files are: `checkout` (relative to
+the checkout, for a resume elsewhere), `isolation` and `worktree` (a task in a git worktree of
+its own, its change a patch).
+"""
+
+from __future__ import annotations
+
+from runner.run.session.checkout import Located, locate_in_checkout
+from runner.run.session.child import run_child
+from runner.run.session.isolation import check_isolation, parent_worktree, run_in_isolation
+from runner.run.session.session import ResumePoint, RunContext, run_task
+from runner.run.session.tools import task_system_prompt, task_tool_lists
+
+__all__ = [
+    "Located",
+    "ResumePoint",
+    "RunContext",
+    "check_isolation",
+    "locate_in_checkout",
+    "parent_worktree",
+    "run_child",
+    "run_in_isolation",
+    "run_task",
+    "task_system_prompt",
+    "task_tool_lists",
+]
