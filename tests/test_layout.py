@@ -424,7 +424,7 @@ def test_tests_mirror_the_wings_and_their_rooms() -> None:
     folders |= {p.name for p in tests.iterdir() if p.is_dir() and any(p.glob("test_*.py"))}
     for package in packages():
         mirror = tests.joinpath(*package.split(".")[1:])
-        assert any(mirror.glob("test_*.py")), f"{mirror.relative_to(REPO)} has no tests"
+        assert any(mirror.rglob("test_*.py")), f"{mirror.relative_to(REPO)} has no tests"
         assert (mirror / "__init__.py").exists(), f"{mirror.relative_to(REPO)} has no __init__"
     assert folders - set(wings()) <= CROSS_CUTTING_TEST_FOLDERS, folders - set(wings())
     for wing in wings():

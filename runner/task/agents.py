@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from runner.errors import Problem
 from runner.mcp import ToolPolicy
+from runner.task.duration import parse_duration
 
 __all__ = [
     "AGENT_NAME",
@@ -49,8 +50,6 @@ class AgentLimits(BaseModel):
     @field_validator("timeout", mode="before")
     @classmethod
     def _duration(cls, value: Any) -> Any:
-        from runner.task.model import parse_duration  # model imports this module
-
         return None if value is None else parse_duration(value)
 
 

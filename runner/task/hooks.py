@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from runner.errors import ConfigError
+from runner.task.duration import parse_duration
 
 __all__ = ["DEFAULT_HOOK_TIMEOUT_S", "Hook", "Hooks", "ToolHook", "parse_config_hooks"]
 
@@ -21,8 +22,6 @@ MAX_HOOK_TIMEOUT_S = 1800.0
 
 
 def _duration(value: Any) -> float:
-    from runner.task.model import parse_duration  # model imports this module
-
     return parse_duration(value)
 
 

@@ -17,7 +17,7 @@ from runner.run.turn.native import NOT_RUN
 from runner.run.turn.replybounds import ReplyBounds
 from runner.settings import ModelInfo
 from runner.toolcall import ATTEMPT_COMPLETION, NATIVE_REMINDER
-from tests.run.test_loop import DENIED, ECHO, Compactor, Executor
+from tests.run.turn.test_loop import DENIED, ECHO, Compactor, Executor
 
 pytestmark = pytest.mark.anyio
 
@@ -192,6 +192,6 @@ async def test_the_context_length_retry_offers_the_tools_again() -> None:
 
 def test_xml_mode_passes_no_tools_keyword() -> None:
     # ScriptedLLM of test_loop takes no `tools`: every xml test there would fail if it were sent.
-    from tests.run.test_loop import ScriptedLLM
+    from tests.run.turn.test_loop import ScriptedLLM
 
     assert "tools" not in ScriptedLLM.complete.__code__.co_varnames

@@ -14,7 +14,7 @@ from runner.run.turn.budget import Budget
 from runner.run.turn.loop import run_loop
 from runner.run.turn.replybounds import ReplyBounds
 from runner.toolcall import ToolResult, ToolSpec
-from tests.run.test_loop import Compactor, Events, ScriptedLLM, done
+from tests.run.turn.test_loop import Compactor, Events, ScriptedLLM, done
 
 pytestmark = pytest.mark.anyio
 

@@ -1,11 +1,12 @@
-"""Which calls of a session may run at once (runner.run.turn.parallel)."""
+"""Which calls of a session may run at once (runner.run.agents.call_concurrency, runner.run.turn.read_lane)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from runner.run.turn.parallel import call_concurrency, read_lane
+from runner.run.agents import call_concurrency
+from runner.run.turn import read_lane
 from runner.task import load_tasks
 from runner.toolcall import ToolCall, ToolSpec
 

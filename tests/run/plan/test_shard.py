@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runner.errors import ConfigError
-from runner.run.app import parse_shard, shard_of
+from runner.run.plan import parse_shard, shard_of
 
 names = st.lists(st.text(min_size=1, max_size=30), min_size=0, max_size=60, unique=True)
 

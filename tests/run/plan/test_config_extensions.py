@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from runner.errors import ConfigError
-from runner.run.plan.inspect import check_config_extensions
+from runner.run.plan.loading import check_config_extensions
 from runner.settings import load_settings
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runner.run.app import prepare_jobs
+from runner.run.plan import prepare_jobs
 from runner.task.loader import load_tasks
 from tests.conftest import REPO
 from tests.llm.conftest import make_settings
