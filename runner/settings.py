@@ -70,8 +70,8 @@ class RetrySettings(BaseModel):
     """Timeout of one HTTP request to the provider."""
     shared_limiter: bool = True
     """A 429 seen by one task holds back every task on the same provider and server (its
-    `retry-after` pause, and a cap on requests at once; `runner.llm.limiter`). Off: each task
-    backs off alone."""
+    `retry-after` pause, and a cap on requests at once; `runner.llm.providers.limiter`). Off:
+    each task backs off alone."""
 
 
 class ModelInfo(BaseModel):

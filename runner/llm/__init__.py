@@ -1,16 +1,19 @@
 """Model providers behind one interface (DESIGN section 6).
 
-Importing this package imports no SDK: `create_llm` imports the chosen provider's module.
-`native` holds native tool calls and results and the reversible mapping of tool names;
-`native_wire` puts them on OpenAI's and Anthropic's wire (DESIGN section 16).
+`base` is the seam (the `LLM` Protocol, messages, usage), `models` the table of known models,
+`retry` the retries of model calls, `registry` the providers by name, and `native` the native tool
+calls and results with the reversible mapping of tool names. The providers themselves and what
+they share on the wire are the room `providers` (`native_wire` puts native calls on OpenAI's and
+Anthropic's wire, DESIGN section 16). Importing this package imports no SDK: `create_llm`
+imports the chosen provider's module.
 """
 
 from __future__ import annotations
 
 from runner.llm.base import LLM, Message, MessageChars, ProviderFactory, Reply, RetryEvent, Usage
-from runner.llm.context_window import context_window_of
 from runner.llm.models import cost_usd, lookup_model
 from runner.llm.native import NativeCall, NativeResult, NativeTools, wire_name
+from runner.llm.providers import context_window_of
 from runner.llm.registry import create_llm, provider_names, spec_problem
 
 __all__ = [

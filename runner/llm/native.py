@@ -1,8 +1,8 @@
 """Native tool calls (DESIGN section 16): the calls and results a message carries, the tools a
 request offers, and the reversible mapping of tool names the providers refuse.
 
-The rest of the runner sees the runner's own tool names; only the wire (`runner.llm.native_wire`)
-sees the names a provider accepts.
+The rest of the runner sees the runner's own tool names; only the wire
+(`runner.llm.providers.native_wire`) sees the names a provider accepts.
 """
 
 from __future__ import annotations

@@ -26,9 +26,9 @@ __all__ = [
 
 ENTRY_POINT_GROUP = "agent_runner.providers"
 BUILTIN_PROVIDERS: dict[str, str] = {
-    "openai": "runner.llm.openai",
-    "anthropic": "runner.llm.anthropic",
-    "replay": "runner.llm.replay",
+    "openai": "runner.llm.providers.openai",
+    "anthropic": "runner.llm.providers.anthropic",
+    "replay": "runner.llm.providers.replay",
 }
 """Provider name -> module whose `create(model, settings)` builds it."""
 

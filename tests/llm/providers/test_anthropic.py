@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from runner.errors import ConfigError, ContextLengthError, ProviderError
-from runner.llm.anthropic import AnthropicMessages
+from runner.llm.providers.anthropic import AnthropicMessages
 from runner.llm.base import Message, RetryEvent
 from runner.settings import RetrySettings
 from tests.fakes.model_server import FakeModelServer, Step, fault, reply

@@ -6,7 +6,7 @@ import pytest
 
 from runner.errors import ContextLengthError
 from runner.llm.base import Message, MessageChars
-from runner.llm.context_window import (
+from runner.llm.providers.context_window import (
     ContextWindow,
     ServerFacts,
     min_reply_tokens,

@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any, cast
 
 from runner.errors import ConfigError
 from runner.llm.base import Message, Usage
-from runner.llm.context_window import ContextWindow
 from runner.llm.models import lookup_model
 from runner.llm.native import NativeTools
-from runner.llm.native_wire import OpenAICalls, openai_messages, openai_tools
-from runner.llm.promptcache import prompt_cache_key, sends_prompt_cache_key
+from runner.llm.providers.context_window import ContextWindow
+from runner.llm.providers.native_wire import OpenAICalls, openai_messages, openai_tools
+from runner.llm.providers.promptcache import prompt_cache_key, sends_prompt_cache_key
+from runner.llm.providers.sdk_provider import Attempt, SdkProvider
+from runner.llm.providers.streaming import IdleWatch, ack_promptly, estimate_usage
 from runner.llm.retry import CallError, CallTarget, Sleep, stream_error
-from runner.llm.sdk_provider import Attempt, SdkProvider
-from runner.llm.streaming import IdleWatch, ack_promptly, estimate_usage
 from runner.settings import Settings
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ import pytest
 
 from runner.errors import ConfigError, ProviderError
 from runner.llm.base import Message, Reply
-from runner.llm.openai import OpenAIChat
+from runner.llm.providers.openai import OpenAIChat
 from runner.llm.registry import create_llm
 from tests.fakes.model_server import FakeModelServer, reply
 from tests.llm.conftest import make_settings

@@ -11,12 +11,12 @@ import asyncio
 
 import pytest
 
-from runner.llm.anthropic import AnthropicMessages
-from runner.llm.openai import OpenAIChat
-from runner.llm.sdk_provider import CALLS_PER_CLIENT
+from runner.llm.providers.anthropic import AnthropicMessages
+from runner.llm.providers.openai import OpenAIChat
+from runner.llm.providers.sdk_provider import CALLS_PER_CLIENT
 from tests.fakes.model_server import FakeModelServer, reply
 from tests.llm.conftest import SleepRecorder, make_settings
-from tests.llm.test_stream_end import HELLO
+from tests.llm.providers.test_stream_end import HELLO
 
 pytestmark = [
     pytest.mark.anyio,

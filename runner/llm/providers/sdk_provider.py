@@ -7,11 +7,11 @@ from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 from runner.llm.base import Message, Reply, RetryEvent, Usage
-from runner.llm.limiter import gate_for, gated
 from runner.llm.native import NativeCall, NativeTools
-from runner.llm.preload import Preload
+from runner.llm.providers.limiter import gate_for, gated
+from runner.llm.providers.preload import Preload
+from runner.llm.providers.streaming import Drains
 from runner.llm.retry import CallTarget, Sleep, call_with_retries
-from runner.llm.streaming import Drains
 from runner.settings import ModelInfo, Settings
 
 __all__ = ["Attempt", "SdkProvider"]
@@ -77,7 +77,7 @@ class SdkProvider(Generic[ClientT]):
         started = time.monotonic()
         await self._drains.settle()  # the last reply's connection back in the pool, if it can be
         (text, usage, stop_reason, model, calls), retries = await call_with_retries(
-            # Through the run's rate gate for this provider and server (`runner.llm.limiter`).
+            # Through the run's rate gate for this provider and server (`limiter`).
             gated(
                 lambda: self._attempt(system, messages, tools),
                 gate_for(self._target, self._settings.retry),

@@ -138,7 +138,7 @@ def keep_slot() -> Callable[[], None] | None:
     back (None outside a gated attempt).
 
     The reply is complete before the server has sent the body's end (see
-    `runner.llm.streaming.Drains`), and a server that counts requests at once counts this one
+    `streaming.Drains`), and a server that counts requests at once counts this one
     until then: a slot given back at once would let the next request in early, for a 429."""
     slot = _SLOT.get()
     if slot is None:

@@ -11,7 +11,7 @@ from types import TracebackType
 from typing import Any, Protocol, Self
 
 from runner.llm.base import Message, Usage
-from runner.llm.limiter import keep_slot
+from runner.llm.providers.limiter import keep_slot
 from runner.llm.retry import CallError
 
 __all__ = [

@@ -8,7 +8,7 @@ import pytest
 
 from runner.errors import ConfigError, ContextLengthError, ProviderError
 from runner.llm.base import Message, RetryEvent
-from runner.llm.openai import OpenAIChat
+from runner.llm.providers.openai import OpenAIChat
 from runner.settings import RetrySettings
 from tests.fakes.model_server import FakeModelServer, fault, reply
 from tests.llm.conftest import SleepRecorder, make_settings

@@ -15,10 +15,10 @@ import warnings
 
 import pytest
 
-from runner.llm.anthropic import AnthropicMessages
+from runner.llm.providers.anthropic import AnthropicMessages
 from runner.llm.base import Message
-from runner.llm.openai import OpenAIChat
-from runner.llm.streaming import Drains, ack_promptly
+from runner.llm.providers.openai import OpenAIChat
+from runner.llm.providers.streaming import Drains, ack_promptly
 from tests.fakes.model_server import FakeModelServer, reply
 from tests.llm.conftest import SleepRecorder, make_settings
 

@@ -1,4 +1,4 @@
-"""Rolling prompt-cache marks and OpenAI's prompt_cache_key (runner.llm.promptcache), and both
+"""Rolling prompt-cache marks and OpenAI's prompt_cache_key (runner.llm.providers.promptcache), and both
 providers sending them through the real SDKs to the fake server."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from runner.llm.anthropic import AnthropicMessages
+from runner.llm.providers.anthropic import AnthropicMessages
 from runner.llm.base import Message
-from runner.llm.openai import OpenAIChat
-from runner.llm.promptcache import (
+from runner.llm.providers.openai import OpenAIChat
+from runner.llm.providers.promptcache import (
     EPHEMERAL,
     prompt_cache_key,
     sends_prompt_cache_key,

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from runner.llm.limiter import RAISE_AFTER_S, RateGate, gate_for, gated
+from runner.llm.providers.limiter import RAISE_AFTER_S, RateGate, gate_for, gated
 from runner.llm.retry import CallError, CallTarget
 from runner.settings import RetrySettings
 

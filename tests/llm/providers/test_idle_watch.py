@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from runner.llm.retry import CallError
-from runner.llm.streaming import IDLE_SLACK, IdleWatch
+from runner.llm.providers.streaming import IDLE_SLACK, IdleWatch
 
 pytestmark = pytest.mark.anyio
 

@@ -10,11 +10,11 @@ from runner.errors import ConfigError
 from runner.llm.base import Message, Usage
 from runner.llm.models import lookup_model
 from runner.llm.native import NativeTools
-from runner.llm.native_wire import AnthropicCalls, anthropic_messages, anthropic_tools
-from runner.llm.promptcache import with_breakpoints
+from runner.llm.providers.native_wire import AnthropicCalls, anthropic_messages, anthropic_tools
+from runner.llm.providers.promptcache import with_breakpoints
+from runner.llm.providers.sdk_provider import Attempt, SdkProvider
+from runner.llm.providers.streaming import IdleWatch, ack_promptly, estimate_usage
 from runner.llm.retry import CallError, CallTarget, Sleep
-from runner.llm.sdk_provider import Attempt, SdkProvider
-from runner.llm.streaming import IdleWatch, ack_promptly, estimate_usage
 from runner.settings import Settings
 
 if TYPE_CHECKING:

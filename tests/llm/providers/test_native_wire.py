@@ -1,5 +1,5 @@
 """Native tool calls on the wire: names mapped reversibly, streamed calls assembled, and the
-history written in each API's own form (runner.llm.native, runner.llm.native_wire)."""
+history written in each API's own form (runner.llm.native, runner.llm.providers.native_wire)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from types import SimpleNamespace as NS
 
 from runner.llm import Message, NativeCall, NativeResult, NativeTools, wire_name
 from runner.llm.native import ToolNames
-from runner.llm.native_wire import (
+from runner.llm.providers.native_wire import (
     AnthropicCalls,
     OpenAICalls,
     anthropic_messages,

@@ -15,7 +15,7 @@ from typing import Any
 from runner.errors import ConfigError, ProviderError
 from runner.llm.base import Message, Reply, RetryEvent, Usage
 from runner.llm.native import NativeCall, NativeTools, calls_of
-from runner.llm.streaming import estimate_usage
+from runner.llm.providers.streaming import estimate_usage
 from runner.settings import ModelInfo, Settings
 
 __all__ = ["RecordedReply", "ReplayLLM", "create", "read_recording", "resolve_log"]

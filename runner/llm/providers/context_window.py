@@ -34,7 +34,7 @@ from typing import Any
 from runner.errors import ContextLengthError
 from runner.llm.base import LLM, Message, MessageChars
 from runner.llm.models import lookup_model
-from runner.llm.streaming import CHARS_PER_TOKEN
+from runner.llm.providers.streaming import CHARS_PER_TOKEN
 from runner.settings import ModelInfo
 
 __all__ = [
