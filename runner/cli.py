@@ -79,8 +79,8 @@ def entry() -> None:
     Freeing the SDKs' modules and a few hundred thousand objects at interpreter exit costs
     0.1-0.2 s, after the work is done. By now every file the run wrote is closed (logs and reports
     are closed as they finish, temporary folders removed), so only the standard streams are
-    flushed. A reaper (`runner.workspace.reaper`) needs no goodbye: it ends when its pipe closes
-    with us.
+    flushed. A reaper (`runner.workspace.sandbox.reaper`) needs no goodbye: it ends when its pipe
+    closes with us.
     """
     code = main()
     if sys.getprofile() is not None or sys.gettrace() is not None:

@@ -1,47 +1,48 @@
 """The built-in workspace (DESIGN section 5): file and command tools confined to one root.
 
 `WorkspaceTools` holds the tools as plain methods over a `Confinement` (paths), `files`
-(read, write, replace, list, search) and `commands` (execute_command, with the `reaper` that
-kills a command's process group however the runner dies). `shell` starts every command a task
-runs on the machine, execute_command's, the hooks' and the success check's alike: the one seam
-the task's `sandbox` (bubblewrap or Landlock, `landlock` the script it runs) confines.
-The hub calls the tools in-process; `runner.workspace.server` serves them over stdio for any
-MCP client (`agent-runner mcp workspace`, `python -m runner.workspace`). `tree` is the bounded,
-.gitignore-aware folder walk that the prompt's file list shares; `confined_read` reads a workdir
-file for the prompt (regular files inside the workdir only, bounded); `regular` reads and writes
-regular files only, opened by `beneath` under their root without a check-then-open gap. Importing
-this face imports no MCP SDK.
+(read, write, replace, list), `search` (search_files, run in a child process: `search_worker`)
+and `commands` (execute_command, its output captured by `output`). The hub calls the tools
+in-process; `runner.workspace.server` serves them over stdio for any MCP client (`agent-runner mcp
+workspace`, `python -m runner.workspace`). Two rooms hold what the tools stand on: `sandbox`
+(how every command a task runs is started, confined by bubblewrap or Landlock, and reaped however
+the runner dies) and `fs` (opening, reading and walking the workdir's files without trusting
+them). Importing this face imports no MCP SDK.
 """
 
 from __future__ import annotations
 
-from runner.workspace.confined_read import DEFAULT_PROMPT_FILE_BYTES, Bounded, read_confined
+from runner.workspace.fs import (
+    DEFAULT_PROMPT_FILE_BYTES,
+    Bounded,
+    Listing,
+    list_tree,
+    read_confined,
+    read_regular,
+)
 from runner.workspace.paths import Confinement, WorkspaceError
-from runner.workspace.reaper import Reaper, shared_reaper
-from runner.workspace.regular import read_regular
 from runner.workspace.sandbox import (
     BACKEND_CHOICES,
     SANDBOX_ENV,
+    TRACE_ENV,
     Probe,
+    Reaper,
     Sandbox,
+    ShellRun,
     confine,
     current,
     git_dirs,
-    make_undumpable,
-    probe,
-    toolchain_dirs,
-)
-from runner.workspace.shell import (
-    TRACE_ENV,
-    ShellRun,
     kill_group,
+    make_undumpable,
     open_shell,
+    probe,
     read_pipe,
     run_shell,
     run_to_end,
+    shared_reaper,
+    toolchain_dirs,
 )
 from runner.workspace.tools import DESCRIPTIONS, READ_ONLY, WorkspaceTools, error_text
-from runner.workspace.tree import Listing, list_tree
 
 __all__ = [
     "BACKEND_CHOICES",

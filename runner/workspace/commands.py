@@ -14,8 +14,8 @@ from typing import Protocol
 from runner.settings import WorkspaceLimits
 from runner.workspace.output import MAX_OUTPUT_CHARS, OutputSink
 from runner.workspace.paths import Confinement, WorkspaceError
+from runner.workspace.sandbox import open_shell, read_pipe, run_to_end
 from runner.workspace.search import MAX_SEARCH_MATCHES, search_files
-from runner.workspace.shell import open_shell, read_pipe, run_to_end
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -63,7 +63,7 @@ def blocked_reason(command: str) -> str | None:
 
 class GroupWatcher(Protocol):
     """Told about each command's process group while it runs, and the folder of the outputs
-    (`runner.workspace.reaper.Reaper`)."""
+    (`runner.workspace.sandbox.reaper.Reaper`)."""
 
     def watch(self, pgid: int) -> None: ...
 

@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.settings import WorkspaceLimits
+from runner.workspace.fs import read_regular, walk_entries, write_regular
 from runner.workspace.paths import Confinement, WorkspaceError
-from runner.workspace.regular import read_regular, write_regular
-from runner.workspace.tree import walk_entries
 
 __all__ = [
     "MAX_LINE_CHARS",

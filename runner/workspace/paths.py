@@ -46,7 +46,7 @@ class Confinement:
 
     def base_of(self, real: Path) -> Path:
         """The root (or the extra readable folder) that `real`, a path from `resolve`, lies in:
-        the folder a race-free open of it starts from (runner.workspace.beneath)."""
+        the folder a race-free open of it starts from (runner.workspace.fs.beneath)."""
         if real.is_relative_to(self.root):
             return self.root
         return next(extra for extra in self._readable if real.is_relative_to(extra))

@@ -32,7 +32,7 @@ from typing import Any, Literal
 import anyio
 from anyio.abc import Process
 
-from runner.workspace.beneath import open_beneath
+from runner.workspace.fs import open_beneath
 from runner.workspace.paths import Confinement, WorkspaceError
 
 __all__ = ["MAX_LINE_SHOWN", "MAX_SEARCH_MATCHES", "Backend", "search_files"]
@@ -110,8 +110,9 @@ def _confirmed(root: Path, files: list[_File], max_file_bytes: int) -> list[_Fil
     """The lines the search reported that the file, opened beneath the root, really has.
 
     rg opens files by name: a folder swapped for a symlink to outside the root while it runs
-    would show a file outside. Each file is read again beneath the root (runner.workspace.beneath)
-    and a line is kept only when it is there, at that number: what the model sees lies inside.
+    would show a file outside. Each file is read again beneath the root
+    (runner.workspace.fs.beneath) and a line is kept only when it is there, at that number: what
+    the model sees lies inside.
     """
     kept: list[_File] = []
     for file in files:

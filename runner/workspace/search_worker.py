@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING or __name__ != "__main__":
-    from runner.workspace.beneath import open_beneath
-    from runner.workspace.tree import walk_entries
+    from runner.workspace.fs import open_beneath, walk_entries
 else:
     # Run as a script (`python -I search_worker.py`): importing the package would import its face
     # and pydantic, 0.2 s per search. tree.py needs only pathspec, beneath and confined_read
@@ -29,15 +28,15 @@ else:
     from types import ModuleType
 
     def _load(name: str, filename: str) -> ModuleType:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(filename))
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).parent / "fs" / filename)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         spec.loader.exec_module(module)
         return module
 
-    open_beneath = _load("runner.workspace.beneath", "beneath.py").open_beneath
-    _load("runner.workspace.confined_read", "confined_read.py")
+    open_beneath = _load("runner.workspace.fs.beneath", "beneath.py").open_beneath
+    _load("runner.workspace.fs.confined_read", "confined_read.py")
     walk_entries = _load("_tree", "tree.py").walk_entries
 
 __all__ = ["main", "search"]

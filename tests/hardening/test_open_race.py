@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.workspace import beneath
+from runner.workspace.fs import beneath
 from runner.workspace.files import Files
 from runner.workspace.paths import Confinement, WorkspaceError
 from runner.workspace.search import search_files

@@ -1,6 +1,6 @@
 """The OS sandbox every command of a task runs in (DESIGN 15): bubblewrap, else Landlock.
 
-`open_shell` (`runner.workspace.shell`) asks `current()` for the sandbox of the task it works for
+`open_shell` (`shell`) asks `current()` for the sandbox of the task it works for
 and, when there is one, starts the command through it: the filesystem read-only but the workdir,
 the task's private HOME and TMPDIR (`scratch`) and the `writable` folders; the runner's own HOME
 hidden; no network unless `network`. The sandbox is a context variable, set by the run for the
@@ -13,7 +13,7 @@ Backends:
   folders), `--unshare-pid --die-with-parent` (the command's processes, `setsid` escapees too,
   die with it, and it sees no process of the runner's), `--unshare-net` for no network, and
   every capability dropped.
-- `landlock` (`runner/workspace/landlock.py`, run by path before the command): filesystem rules,
+- `landlock` (`landlock.py` beside this module, run by path before the command): filesystem rules,
   TCP rules where the kernel's ABI has them, capabilities dropped. No PID namespace: a process
   that leaves the group outlives the command, as without a sandbox.
 

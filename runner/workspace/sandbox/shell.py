@@ -1,7 +1,7 @@
 """How the runner starts a shell command in a workdir: execute_command and hooks both come here.
 
 One seam for every command a task runs on the machine (execute_command, hooks, the success
-check), so that the task's sandbox (`runner.workspace.sandbox.current()`) confines them all:
+check), so that the task's sandbox (`backends.current()`) confines them all:
 `/bin/sh -c COMMAND` in the root, with the given (minimal) environment, as the leader of its own
 process group, which is killed whole when the command ends or times out. Confined, the leader is
 the sandbox's `bwrap` (or the Landlock script, which execs the shell), with HOME and TMPDIR in the
@@ -25,7 +25,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 
 from runner.settings import environ
-from runner.workspace.sandbox import current
+from runner.workspace.sandbox.backends import current
 
 __all__ = [
     "TRACE_ENV",
@@ -51,7 +51,7 @@ pipe may stay open before reading stops."""
 
 
 class GroupWatcher(Protocol):
-    """Told about each command's process group while it runs (`runner.workspace.reaper.Reaper`)."""
+    """Told about each command's process group while it runs (`reaper.Reaper`)."""
 
     def watch(self, pgid: int) -> None: ...
 

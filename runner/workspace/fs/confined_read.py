@@ -3,7 +3,7 @@
 The prompt builder reads files a repository controls (AGENTS.md, every `.gitignore` of the file
 listing). A symlink to `/proc/self/environ` would put the runner's environment in the prompt, one to
 `/dev/zero` would be read until memory runs out, and a FIFO would block the open forever. So a file
-is read only when it lies inside the workdir (opened beneath it: runner.workspace.beneath) and is
+is read only when it lies inside the workdir (opened beneath it: runner.workspace.fs.beneath) and is
 a regular file, opened without blocking, and never past `max_bytes`.
 """
 
@@ -14,7 +14,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.workspace.beneath import open_beneath
+from runner.workspace.fs.beneath import open_beneath
 
 __all__ = ["DEFAULT_PROMPT_FILE_BYTES", "Bounded", "read_confined"]
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pathspec
 
-from runner.workspace.beneath import open_beneath
-from runner.workspace.confined_read import DEFAULT_PROMPT_FILE_BYTES, read_confined
+from runner.workspace.fs.beneath import open_beneath
+from runner.workspace.fs.confined_read import DEFAULT_PROMPT_FILE_BYTES, read_confined
 
 __all__ = ["IgnoreRules", "Listing", "gitignore_rules", "is_ignored", "list_tree", "walk_entries"]
 

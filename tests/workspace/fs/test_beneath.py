@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.workspace import beneath
-from runner.workspace.beneath import EscapeError, open_beneath
+from runner.workspace.fs import beneath
+from runner.workspace.fs.beneath import EscapeError, open_beneath
 
 
 @pytest.fixture(params=["openat2", "walk"])

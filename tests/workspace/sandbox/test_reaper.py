@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from runner.workspace.reaper import Reaper, shared_reaper
+from runner.workspace.sandbox.reaper import Reaper, shared_reaper
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DEADLINE = 10.0
 """Generous: a bound on waiting for things that take milliseconds, never a timing assertion."""
 
@@ -27,7 +27,7 @@ DEADLINE = 10.0
 RUNNER = """\
 import signal, sys
 from pathlib import Path
-from runner.workspace.reaper import Reaper
+from runner.workspace.sandbox.reaper import Reaper
 signal.signal(signal.SIGINT, lambda *_: print("interrupted", flush=True))
 reaper = Reaper()
 for line in sys.stdin:

@@ -1,6 +1,6 @@
 """Run a command under Landlock: `python -I -S landlock.py [OPTIONS] -- COMMAND ARGS...`.
 
-The sandbox's second backend (`runner.workspace.sandbox`), for hosts where bubblewrap cannot make
+The sandbox's second backend (`backends` beside it), for hosts where bubblewrap cannot make
 namespaces (a container without `--privileged`, a kernel that restricts user namespaces).
 Landlock is a kernel feature any process may use on itself: this script restricts itself with
 the syscalls `landlock_create_ruleset`, `landlock_add_rule` and `landlock_restrict_self`, then

@@ -3,7 +3,7 @@
 The in-process tools run on the runner's event loop. A plain `open()` of a FIFO waits for a
 writer (or a reader) forever, and then nothing else answers: not the other tasks, not SIGTERM. So
 every file a tool reads or writes is opened beneath its root without a check-then-open gap
-(`runner.workspace.beneath`), with `O_NONBLOCK` (an open that cannot wait), checked
+(`runner.workspace.fs.beneath`), with `O_NONBLOCK` (an open that cannot wait), checked
 with `fstat` on the descriptor it got (the file actually opened, not the one a path named a moment
 earlier), and refused unless it is a regular file. `O_NONBLOCK` changes nothing for regular files.
 
@@ -18,7 +18,7 @@ import os
 import stat
 from pathlib import Path
 
-from runner.workspace.beneath import EscapeError, open_beneath
+from runner.workspace.fs.beneath import EscapeError, open_beneath
 from runner.workspace.paths import WorkspaceError
 
 __all__ = ["read_regular", "write_regular"]
@@ -28,7 +28,7 @@ _FLAGS = os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
 
 def read_regular(given: str, real: Path, base: Path, max_bytes: int, *, hint: str = "") -> bytes:
     """The bytes of the regular file `real` (the model called it `given`), at most `max_bytes`;
-    it is opened beneath `base` (runner.workspace.beneath), which it must lie in.
+    it is opened beneath `base` (runner.workspace.fs.beneath), which it must lie in.
 
     Raises:
         WorkspaceError: it does not exist, is a folder or not a regular file, has other hard

@@ -23,7 +23,7 @@ from runner.workspace import (
     toolchain_dirs,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _backend(name: str) -> Sandbox:
@@ -135,7 +135,7 @@ def test_toolchain_dirs_keep_programs_on_path_inside_home(tmp_path: Path) -> Non
 _UNDUMPABLE_CHILD = """
 import ctypes, os, subprocess, sys
 sys.path.insert(0, sys.argv[1])
-from runner.workspace.sandbox import make_undumpable
+from runner.workspace.sandbox.backends import make_undumpable
 if os.getuid() == 0:  # root reads anything with CAP_SYS_PTRACE: both sides become nobody
     os.setgid(65534); os.setuid(65534)
     ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # a uid change made it undumpable: undo that

@@ -1,0 +1,56 @@
+"""How the runner starts a command, confines it, and ends it (DESIGN sections 5 and 15).
+
+`shell` starts every command a task runs on the machine, execute_command's, the hooks' and the
+success check's alike, as the leader of its own process group: the one seam the task's sandbox
+confines. `backends` probes for a backend (bubblewrap, else Landlock) and builds the argv that
+confines a command; `landlock` is the script run by path before a command under Landlock.
+`reaper` is the helper process that kills the command groups still running when the runner dies
+without cleaning up.
+"""
+
+from __future__ import annotations
+
+from runner.workspace.sandbox.backends import (
+    BACKEND_CHOICES,
+    SANDBOX_ENV,
+    Probe,
+    Sandbox,
+    confine,
+    current,
+    git_dirs,
+    make_undumpable,
+    probe,
+    toolchain_dirs,
+)
+from runner.workspace.sandbox.reaper import Reaper, shared_reaper
+from runner.workspace.sandbox.shell import (
+    TRACE_ENV,
+    ShellRun,
+    kill_group,
+    open_shell,
+    read_pipe,
+    run_shell,
+    run_to_end,
+)
+
+__all__ = [
+    "BACKEND_CHOICES",
+    "SANDBOX_ENV",
+    "TRACE_ENV",
+    "Probe",
+    "Reaper",
+    "Sandbox",
+    "ShellRun",
+    "confine",
+    "current",
+    "git_dirs",
+    "kill_group",
+    "make_undumpable",
+    "open_shell",
+    "probe",
+    "read_pipe",
+    "run_shell",
+    "run_to_end",
+    "shared_reaper",
+    "toolchain_dirs",
+]
