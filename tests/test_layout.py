@@ -131,7 +131,9 @@ def _places(tree: ast.Module) -> dict[int, Where]:
     return places
 
 
-def imports_of(name: str, path: Path, modules: dict[str, Path], prefix: str = "runner") -> Iterator[Import]:
+def imports_of(
+    name: str, path: Path, modules: dict[str, Path], prefix: str = "runner"
+) -> Iterator[Import]:
     """Imports of the package's own modules, each with where it sits."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     places = _places(tree)
@@ -150,9 +152,7 @@ def imports_of(name: str, path: Path, modules: dict[str, Path], prefix: str = "r
 def all_imports(modules: dict[str, Path] | None = None, prefix: str = "runner") -> list[Import]:
     modules = runner_modules() if modules is None else modules
     return [
-        imp
-        for name, path in modules.items()
-        for imp in imports_of(name, path, modules, prefix)
+        imp for name, path in modules.items() for imp in imports_of(name, path, modules, prefix)
     ]
 
 
@@ -368,9 +368,7 @@ def test_the_top_of_runner_holds_at_most_eight_modules() -> None:
 
 def test_run_shows_at_most_eight_entries_besides_its_face() -> None:
     entries = sorted(
-        p.name
-        for p in (RUNNER / "run").iterdir()
-        if p.name not in ("__init__.py", "__pycache__")
+        p.name for p in (RUNNER / "run").iterdir() if p.name not in ("__init__.py", "__pycache__")
     )
     assert len(entries) <= RUN_ENTRY_LIMIT, entries
 
@@ -387,9 +385,7 @@ def test_no_folder_holds_more_than_twelve_modules() -> None:
 def test_every_python_file_of_runner_is_in_a_room_a_wing_or_the_top() -> None:
     deeper = [p for p in RUNNER.rglob("*.py") if len(p.relative_to(RUNNER).parts) > 3]
     assert deeper == []
-    folders = [
-        p for p in RUNNER.rglob("*") if p.is_dir() and "__pycache__" not in p.parts
-    ]
+    folders = [p for p in RUNNER.rglob("*") if p.is_dir() and "__pycache__" not in p.parts]
     assert [str(p) for p in folders if not (p / "__init__.py").exists()] == []
 
 

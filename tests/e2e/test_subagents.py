@@ -141,7 +141,8 @@ def test_the_parent_gets_both_results_in_call_order(run: tuple[Done, FakeModelSe
     last = done.requests[-1].body["messages"][-1]["content"]
     first = last.index("[sub_agent] Result:\napp.py defines /items and /proxy")
     second = last.index("[sub_agent] Result:\nwrote notes.md")
-    assert first < second  # the calls' order (tests/run/turn/test_batch.py: whatever order they end)
+    # The calls' order (tests/run/turn/test_batch.py: whatever order they end).
+    assert first < second
 
 
 def test_the_children_totals_roll_up_into_the_task(run: tuple[Done, FakeModelServer]) -> None:

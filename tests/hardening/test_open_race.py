@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.workspace.fs import beneath
 from runner.workspace.files import Files
+from runner.workspace.fs import beneath
 from runner.workspace.paths import Confinement, WorkspaceError
 from runner.workspace.search import search_files
 

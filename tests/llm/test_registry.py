@@ -136,7 +136,8 @@ def test_entry_point_that_fails_to_load_is_a_config_error(
 
 def test_importing_the_registry_imports_no_sdk() -> None:
     code = (
-        "import sys, runner.llm, runner.llm.registry, runner.llm.retry, runner.llm.providers.replay;"
+        "import sys, runner.llm, runner.llm.registry, runner.llm.retry,"
+        " runner.llm.providers.replay;"
         "print(sorted(m for m in ('openai', 'anthropic') if m in sys.modules))"
     )
     out = subprocess.run(

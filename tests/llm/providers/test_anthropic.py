@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from runner.errors import ConfigError, ContextLengthError, ProviderError
-from runner.llm.providers.anthropic import AnthropicMessages
 from runner.llm.base import Message, RetryEvent
+from runner.llm.providers.anthropic import AnthropicMessages
 from runner.settings import RetrySettings
 from tests.fakes.model_server import FakeModelServer, Step, fault, reply
 from tests.llm.conftest import SleepRecorder, make_settings

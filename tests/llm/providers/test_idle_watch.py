@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from runner.llm.retry import CallError
 from runner.llm.providers.streaming import IDLE_SLACK, IdleWatch
+from runner.llm.retry import CallError
 
 pytestmark = pytest.mark.anyio
 

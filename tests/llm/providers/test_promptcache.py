@@ -1,5 +1,5 @@
-"""Rolling prompt-cache marks and OpenAI's prompt_cache_key (runner.llm.providers.promptcache), and both
-providers sending them through the real SDKs to the fake server."""
+"""Rolling prompt-cache marks and OpenAI's prompt_cache_key (runner.llm.providers.promptcache),
+and both providers sending them through the real SDKs to the fake server."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from runner.llm.providers.anthropic import AnthropicMessages
 from runner.llm.base import Message
+from runner.llm.providers.anthropic import AnthropicMessages
 from runner.llm.providers.openai import OpenAIChat
 from runner.llm.providers.promptcache import (
     EPHEMERAL,

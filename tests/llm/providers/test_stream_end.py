@@ -15,8 +15,8 @@ import warnings
 
 import pytest
 
-from runner.llm.providers.anthropic import AnthropicMessages
 from runner.llm.base import Message
+from runner.llm.providers.anthropic import AnthropicMessages
 from runner.llm.providers.openai import OpenAIChat
 from runner.llm.providers.streaming import Drains, ack_promptly
 from tests.fakes.model_server import FakeModelServer, reply

@@ -1,4 +1,5 @@
-"""Which calls of a session may run at once (runner.run.agents.call_concurrency, runner.run.turn.read_lane)."""
+"""Which calls of a session may run at once (runner.run.agents.call_concurrency, with
+runner.run.turn.read_lane)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,13 @@
-"""A sub-agent's budget (runner.run.session.child.ChildBudget): charged to its parents, bounded by them."""
+"""A sub-agent's budget (runner.run.session.child.ChildBudget): charged to its parents, bounded
+by them."""
 
 from __future__ import annotations
 
 import pytest
 
 from runner.llm import Usage
-from runner.run.turn.budget import Budget, LimitExceeded, RunBudget
 from runner.run.session.child import ChildBudget
+from runner.run.turn.budget import Budget, LimitExceeded, RunBudget
 
 
 def test_a_childs_spend_is_charged_to_every_parent_and_to_the_run_once() -> None:

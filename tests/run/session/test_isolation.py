@@ -1,4 +1,5 @@
-"""runner.run.session.isolation: who may share a workdir, patch names, what resume trusts of a header."""
+"""runner.run.session.isolation: who may share a workdir, patch names, what resume trusts of a
+header."""
 
 from __future__ import annotations
 
@@ -119,8 +120,8 @@ def test_a_log_from_before_the_isolation_field_is_not_drift(tmp_path: Path) -> N
     import json
 
     from runner.redact import Redactor
-    from runner.run.session.checkout import Located
     from runner.run.resume.task import _warn_on_drift
+    from runner.run.session.checkout import Located
     from runner.sessionlog import SessionRecord
     from runner.settings import Settings
 

@@ -1,5 +1,5 @@
-"""The tracing wrappers (runner.run.telemetry.tracing) against a recording backend: what each span says,
-what is masked, and that nothing changes when no run is traced.
+"""The tracing wrappers (runner.run.telemetry.tracing) against a recording backend: what each span
+says, what is masked, and that nothing changes when no run is traced.
 
 The exporter itself (OpenTelemetry's SDK over OTLP/HTTP) is covered end to end in
 tests/e2e/test_tracing.py.
