@@ -186,6 +186,19 @@ class Started:
     def pid(self) -> int:
         return self.process.pid
 
+    def explain(self) -> str:
+        """What to print when a wait on a running runner fails: whether it still runs, what it
+        printed so far and the requests the model server got."""
+        code = self.process.poll()
+        state = "still running" if code is None else f"exited {code}"
+        out = (self.root / "stdout.txt").read_text(encoding="utf-8", errors="replace")
+        err = (self.root / "stderr.txt").read_text(encoding="utf-8", errors="replace")
+        requests = len(self.server.requests)
+        return (
+            f"runner {state}; the model server got {requests} request(s)\n"
+            f"--- stdout\n{out[-4000:]}\n--- stderr\n{err[-4000:]}"
+        )
+
     def wait(self, timeout: float = RUN_TIMEOUT_S) -> Done:
         try:
             code = self.process.wait(timeout)

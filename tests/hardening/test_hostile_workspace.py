@@ -136,7 +136,9 @@ def output_run(module_dir: Path) -> tuple[str, int]:
     server = FakeModelServer(scenario.steps).start()
     run = start(scenario, module_dir / "output", server)
     try:
-        assert server.wait_for_stall(RUN_TIMEOUT_S * 2), "the runner never sent the result"
+        assert server.wait_for_stall(RUN_TIMEOUT_S * 2), (
+            f"the runner never sent the result: {run.explain()}"
+        )
         status = Path(f"/proc/{run.pid}/status").read_text(encoding="utf-8")
         peak = int(
             next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1]
