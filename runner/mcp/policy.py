@@ -25,7 +25,7 @@ __all__ = ["BUILTIN_TOOL_NAMES", "Unmatched", "tool_names", "unmatched_patterns"
 
 COMPLETION = "attempt_completion"
 RUNNER_TOOLS = frozenset({COMPLETION, "sub_agent"})
-"""The runner's own tools (runner.run.agents.executor names sub_agent), which no server lists."""
+"""The runner's own tools (runner.run.agents.tool names sub_agent), which no server lists."""
 BUILTIN_TOOL_NAMES: frozenset[str] = frozenset(
     {*DESCRIPTIONS, *(f"{WORKSPACE}__{name}" for name in DESCRIPTIONS), *RUNNER_TOOLS}
 )

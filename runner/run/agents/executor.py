@@ -44,7 +44,7 @@ __all__ = [
 
 
 class RunContext(Protocol):
-    """What sub-agents need of the run (`runner.run.session.session.RunContext` fits)."""
+    """What sub-agents need of the run (`runner.run.session.RunContext` fits)."""
 
     settings: Settings
     run_id: str

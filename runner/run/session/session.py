@@ -118,7 +118,7 @@ class _State:
     children: list[str] = field(default_factory=list)
     sandbox: TaskSandbox | None = None
     """What confines the task's commands (runner.run.guard.sandboxing)."""
-    """Session ids of the sub-agents the task started (runner.run.agents.executor)."""
+    """Session ids of the sub-agents the task started (runner.run.agents)."""
 
 
 async def run_task(
