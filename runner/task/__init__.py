@@ -13,6 +13,7 @@ from runner.task.agents import (
     agent_tool_problems,
     unmatched_allow_patterns,
 )
+from runner.task.duration import parse_duration
 from runner.task.hooks import Hook, Hooks, ToolHook, parse_config_hooks
 from runner.task.loader import Task, discover_task_files, load_tasks
 from runner.task.model import (
@@ -22,7 +23,6 @@ from runner.task.model import (
     Success,
     SuiteSpec,
     TaskSpec,
-    parse_duration,
 )
 from runner.task.permissions import Permissions, Rule, parse_rule, unmatched_rules
 from runner.task.sandbox import writable_problems

@@ -21,10 +21,6 @@ DEFAULT_HOOK_TIMEOUT_S = 60.0
 MAX_HOOK_TIMEOUT_S = 1800.0
 
 
-def _duration(value: Any) -> float:
-    return parse_duration(value)
-
-
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -34,7 +30,7 @@ class Hook(_Strict):
 
     run: str = Field(min_length=1)
     """Shell command, run in the workdir with the event as JSON on stdin."""
-    timeout: Annotated[float, BeforeValidator(_duration), Field(le=MAX_HOOK_TIMEOUT_S)] = (
+    timeout: Annotated[float, BeforeValidator(parse_duration), Field(le=MAX_HOOK_TIMEOUT_S)] = (
         DEFAULT_HOOK_TIMEOUT_S
     )
     """Time limit (`30s`, `2m`); at the limit the command's whole process group is killed."""

@@ -10,19 +10,17 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from runner.mcp import ToolPolicy
 from runner.settings import SandboxSettings
 from runner.task.agents import AgentSpec, check_agent_names
-from runner.task.duration import Duration, parse_duration
+from runner.task.duration import Duration
 from runner.task.hooks import Hooks
 from runner.task.permissions import Permissions
 
 __all__ = [
-    "Duration",
     "Expect",
     "Limits",
     "Require",
     "Success",
     "SuiteSpec",
     "TaskSpec",
-    "parse_duration",
 ]
 
 

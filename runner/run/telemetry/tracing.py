@@ -31,10 +31,7 @@ from runner.toolcall import ToolResult, ToolSpec
 
 __all__ = [
     "ENDPOINT_VARIABLES",
-    "Attributes",
-    "Backend",
     "RunTrace",
-    "SpanHandle",
     "abandon_traces",
     "annotate_run",
     "traced_agent",

@@ -20,8 +20,8 @@ from runner.errors import ProviderError
 from runner.llm import Message, Reply, RetryEvent, Usage
 from runner.outcome import TaskOutcome, Totals
 from runner.redact import Redactor
+from runner.run.telemetry.spans import Attributes
 from runner.run.telemetry.tracing import (
-    Attributes,
     annotate_run,
     traced_agent,
     traced_llm,
