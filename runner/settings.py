@@ -91,6 +91,8 @@ class ModelInfo(BaseModel):
     """Price per million tokens written to the prompt cache; None = the input price."""
     native_tools: bool = True
     """The model calls tools through its provider's tool API (`tool_mode: auto` picks native)."""
+    max_output_tokens: int | None = Field(None, gt=0)
+    """Largest reply per model call for this model; None = the run's `max_output_tokens`."""
 
 
 class WorkspaceLimits(BaseModel):
@@ -170,7 +172,9 @@ class Settings(BaseSettings):
     temperature: float | None = None
     """Sampling temperature; None leaves the provider's default."""
     max_output_tokens: int = Field(8192, gt=0)
-    """Largest reply per model call."""
+    """Largest reply per model call. A model the table does not know gets at most
+    `UNKNOWN_MODEL_MAX_OUTPUT` (4096) unless this is set or its `models` entry sets its own
+    (`runner.llm.models.max_output_tokens_for`): a local server's whole window may be 8k."""
     # Bounds on what a repository, a model or an MCP server hands the runner (docs/limits.md).
     prompt_file_max_bytes: int = Field(1_000_000, gt=0)
     """Most bytes read of a file the prompt builder reads from the workdir (AGENTS.md,

@@ -11,7 +11,7 @@ imports the chosen provider's module.
 from __future__ import annotations
 
 from runner.llm.base import LLM, Message, MessageChars, ProviderFactory, Reply, RetryEvent, Usage
-from runner.llm.models import cost_usd, lookup_model
+from runner.llm.models import cost_usd, lookup_model, max_output_tokens_for
 from runner.llm.native import NativeCall, NativeResult, NativeTools, wire_name
 from runner.llm.providers import context_window_of
 from runner.llm.registry import create_llm, provider_names, spec_problem
@@ -31,6 +31,7 @@ __all__ = [
     "cost_usd",
     "create_llm",
     "lookup_model",
+    "max_output_tokens_for",
     "provider_names",
     "spec_problem",
     "wire_name",

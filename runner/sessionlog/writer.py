@@ -157,16 +157,21 @@ class SessionLogWriter:
         *,
         tool_calls: Sequence[Mapping[str, Any]] | None = None,
         tool_results: Sequence[Mapping[str, Any]] | None = None,
+        context: str | None = None,
     ) -> None:
         """A message added to the context: the task prompt, a reply, tool results, a resume note.
         Native mode: an assistant message's `tool_calls` (`{id, name, arguments}`), a user
-        message's `tool_results` (`{id, name, content, is_error}`), kept for resume."""
+        message's `tool_results` (`{id, name, content, is_error}`), kept for resume. `context`:
+        what the context kept instead of the whole `content` (a useless cut reply's head and
+        tail), when it differs."""
         if role not in ("user", "assistant"):
             raise ValueError(f"message role must be user or assistant, not {role!r}")
-        native = {"tool_calls": list(tool_calls)} if tool_calls else {}
+        extra: dict[str, Any] = {"tool_calls": list(tool_calls)} if tool_calls else {}
         if tool_results:
-            native["tool_results"] = list(tool_results)
-        self._event("message", role=role, content=content, turn=turn, **native)
+            extra["tool_results"] = list(tool_results)
+        if context is not None:
+            extra["context"] = context
+        self._event("message", role=role, content=content, turn=turn, **extra)
 
     def model_call(
         self,

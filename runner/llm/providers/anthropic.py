@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from runner.errors import ConfigError
 from runner.llm.base import Message, Usage
-from runner.llm.models import lookup_model
+from runner.llm.models import lookup_model, max_output_tokens_for
 from runner.llm.native import NativeTools
 from runner.llm.providers.native_wire import AnthropicCalls, anthropic_messages, anthropic_tools
 from runner.llm.providers.promptcache import with_breakpoints
@@ -59,6 +59,7 @@ class AnthropicMessages(SdkProvider["anthropic.AsyncAnthropic"]):
             )
         self.model = model
         self.info = lookup_model(model, settings.models)
+        self._max_output = max_output_tokens_for(model, settings)
         base_url = settings.anthropic_base_url or DEFAULT_BASE_URL
         target = CallTarget(self.provider, model, base_url, KEY_ENV)
         timeout = settings.retry.request_timeout_s
@@ -129,7 +130,7 @@ class AnthropicMessages(SdkProvider["anthropic.AsyncAnthropic"]):
         async with IdleWatch(idle_s, self._target.base_url) as watch:
             stream = await client.messages.create(
                 model=self.model,
-                max_tokens=self._settings.max_output_tokens,
+                max_tokens=self._max_output,
                 system=cast("list[TextBlockParam]", cached_system),
                 messages=cast("list[MessageParam]", wire),
                 stream=True,

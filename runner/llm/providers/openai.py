@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from runner.errors import ConfigError
 from runner.llm.base import Message, Usage
-from runner.llm.models import lookup_model
+from runner.llm.models import lookup_model, max_output_tokens_for
 from runner.llm.native import NativeTools
 from runner.llm.providers.context_window import ContextWindow
 from runner.llm.providers.native_wire import OpenAICalls, openai_messages, openai_tools
@@ -61,6 +61,7 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
             )
         self.model = model
         self.info = lookup_model(model, settings.models)
+        self._max_output = max_output_tokens_for(model, settings)
         self._cache_key = sends_prompt_cache_key(settings.openai_prompt_cache_key, base_url)
         self._window = ContextWindow(model, settings.models, base_url, key)
         """Config's, the server's (asked in the background from now on) or the table's."""
@@ -115,7 +116,8 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
         from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
         idle_s = self._settings.retry.idle_timeout_s
-        limit = await self._window.reply_limit(system, messages, self._settings.max_output_tokens)
+        planned = await self._window.plan(system, messages, self._max_output)
+        limit = planned.max_tokens
         new_limit_name = bool(_COMPLETION_TOKENS_MODELS.match(self.model))
         temperature = self._settings.temperature
         parts: list[str] = []
@@ -180,8 +182,10 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
                     await stream.close()
         text = "".join(parts)
         if stop_reason is None:
-            raise CallError("broken_stream", "stream ended before its finish_reason")
+            # No finish reason and no error text: an overflow the server could not word, maybe.
+            raise self._window.broken_stream(planned)
         usage = usage or estimate_usage(system, messages, text)
+        self._window.succeeded(planned, usage, stop_reason)
         return text, usage, stop_reason, model, calls.calls() if calls is not None else ()
 
 

@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from runner.errors import ExitCode, RunnerError
-from runner.llm import LLM, Message, NativeResult, Usage, context_window_of, cost_usd
+from runner.llm import (
+    LLM,
+    Message,
+    NativeResult,
+    Usage,
+    context_window_of,
+    cost_usd,
+    max_output_tokens_for,
+)
 from runner.mcp import McpHub, McpLimits
 from runner.outcome import Status, TaskOutcome, Totals
 from runner.redact import Redactor
@@ -138,7 +146,7 @@ async def _run_task(
     if sandbox.record.status == "degraded":
         state.early_warnings.append(sandbox.record.line())
     state.budget = Budget(limits.max_turns, limits.max_tokens, limits.max_cost_usd, ctx.run_budget)
-    state.budget.reserve_output_tokens = ctx.settings.max_output_tokens
+    state.budget.reserve_output_tokens = max_output_tokens_for(llm.model, ctx.settings)
     if resume is not None:
         used = resume.budget_used
         state.budget.turns = used.turns

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
-from runner.llm import LLM, Message, MessageChars, Usage
+from runner.llm import LLM, Message, MessageChars, Usage, context_window_of
 from runner.run.turn.budget import Budget
 from runner.run.turn.native import cleared, transcript_text
 
@@ -71,6 +71,15 @@ class Compactor:
         self._ratio = ratio
         self._keep_messages = 2 * keep_turns
         self._chars = MessageChars()
+
+    async def follow_window(self) -> int | None:
+        """Take the model's window as the provider knows it now (one that learns it from the
+        replies changes it); the new window when it changed, else None."""
+        window = await context_window_of(self._llm)
+        if window is None or window == self._window:
+            return None
+        self._window = window
+        return window
 
     def _limit(self) -> int | None:
         return int(self._window * self._ratio) if self._window else None
