@@ -117,9 +117,6 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
 
         idle_s = self._settings.retry.idle_timeout_s
         planned = await self._window.plan(system, messages, self._max_output)
-        limit = planned.max_tokens
-        new_limit_name = bool(_COMPLETION_TOKENS_MODELS.match(self.model))
-        temperature = self._settings.temperature
         parts: list[str] = []
         usage: Usage | None = None
         stop_reason: str | None = None
@@ -132,20 +129,7 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
             # is: `chat.completions.create` runs its TypedDict transform over every message of
             # every request (6 ms of CPU at 20 messages, 70 ms at 400), and on these plain
             # string messages the transform returns what it was given.
-            body: dict[str, Any] = {
-                "model": self.model,
-                "messages": _wire_messages(system, messages),
-                "stream": True,
-                "stream_options": {"include_usage": True},
-                ("max_completion_tokens" if new_limit_name else "max_tokens"): limit,
-            }
-            if temperature is not None:
-                body["temperature"] = temperature
-            if calls is not None:
-                body["messages"] = openai_messages(system, messages, calls.names)
-                body.update(openai_tools(calls.tools, calls.names))
-            if self._cache_key and messages:
-                body["prompt_cache_key"] = prompt_cache_key(system, messages[0].content)
+            body = self._body(system, messages, calls, planned.max_tokens)
             stream = await client.post(
                 "/chat/completions",
                 body=body,
@@ -187,6 +171,30 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
         usage = usage or estimate_usage(system, messages, text)
         self._window.succeeded(planned, usage, stop_reason)
         return text, usage, stop_reason, model, calls.calls() if calls is not None else ()
+
+    def _body(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        calls: OpenAICalls | None,
+        limit: int,
+    ) -> dict[str, Any]:
+        new_limit_name = bool(_COMPLETION_TOKENS_MODELS.match(self.model))
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": _wire_messages(system, messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            ("max_completion_tokens" if new_limit_name else "max_tokens"): limit,
+        }
+        if self._settings.temperature is not None:
+            body["temperature"] = self._settings.temperature
+        if calls is not None:
+            body["messages"] = openai_messages(system, messages, calls.names)
+            body.update(openai_tools(calls.tools, calls.names))
+        if self._cache_key and messages:
+            body["prompt_cache_key"] = prompt_cache_key(system, messages[0].content)
+        return body
 
 
 def create(model: str, settings: Settings) -> OpenAIChat:
