@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from runner.errors import ConfigError
 from runner.llm.base import Message, Usage
+from runner.llm.inflight import streamed
 from runner.llm.models import lookup_model, max_output_tokens_for
 from runner.llm.native import NativeTools
 from runner.llm.providers.context_window import ContextWindow
@@ -149,8 +150,10 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
                     for choice in chunk.choices:
                         if choice.delta.content:
                             parts.append(choice.delta.content)
+                            streamed(len(choice.delta.content))
                         if calls is not None and choice.delta.tool_calls:
                             calls.feed(choice.delta.tool_calls)
+                            streamed(_arguments_chars(choice.delta.tool_calls))
                         if choice.finish_reason:
                             stop_reason = choice.finish_reason
                     # The usage chunk is the last before `[DONE]`: the reply is complete, and
@@ -200,6 +203,15 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
 def create(model: str, settings: Settings) -> OpenAIChat:
     """The provider factory the registry calls for `openai:MODEL`."""
     return OpenAIChat(model, settings)
+
+
+def _arguments_chars(deltas: Any) -> int:
+    """Characters of tool-call arguments in one chunk's deltas (for the heartbeat)."""
+    total = 0
+    for delta in deltas:
+        function = getattr(delta, "function", None)
+        total += len(getattr(function, "arguments", None) or "")
+    return total
 
 
 def _wire_messages(system: str, messages: Sequence[Message]) -> list[ChatCompletionMessageParam]:

@@ -25,7 +25,7 @@ from runner.llm import LLM
 from runner.mcp import ToolPolicy, policy_allows
 from runner.redact import Redactor
 from runner.run.agents.tool import SUB_AGENT, agent_tool, offered_tools
-from runner.run.telemetry import traced_agent
+from runner.run.telemetry import Progress, traced_agent
 from runner.run.turn import Budget, RunBudget
 from runner.sessionlog import SessionLogWriter
 from runner.settings import Settings
@@ -54,6 +54,7 @@ class RunContext(Protocol):
     run_budget: RunBudget
     interrupted: bool
     models: dict[str, LLM]
+    progress: Progress
 
 
 class ChildRunner(Protocol):

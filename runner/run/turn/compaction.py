@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
-from runner.llm import LLM, Message, MessageChars, Usage, context_window_of
+from runner.llm import LLM, Message, MessageChars, Usage, activity, context_window_of
 from runner.run.turn.budget import Budget
 from runner.run.turn.native import cleared, transcript_text
 
@@ -147,7 +147,8 @@ class Compactor:
             if len(transcript) > room:
                 transcript = "[... the oldest part is left out ...]\n" + transcript[-room:]
         request = [Message("user", f"TASK:\n{messages[0].content}\n\nHISTORY:\n{transcript}")]
-        reply = await self._llm.complete(SUMMARY_PROMPT, request)
+        with activity("model call (compaction summary)"):
+            reply = await self._llm.complete(SUMMARY_PROMPT, request)
         # One counted model call: its tokens and cost go to the task's budget.
         self._budget.charge(reply.usage, self._cost_of(reply.usage))
         summary = reply.text.strip()

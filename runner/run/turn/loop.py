@@ -14,7 +14,7 @@ from functools import partial
 from typing import Any, Literal, Protocol
 
 from runner.errors import ContextLengthError
-from runner.llm import LLM, Message, NativeTools, Reply, RetryEvent, Usage
+from runner.llm import LLM, Message, NativeTools, Reply, RetryEvent, Usage, activity
 from runner.run.turn.batch import SEQUENTIAL, Concurrency, batches, gather_in_order
 from runner.run.turn.budget import Budget
 from runner.run.turn.compaction import CompactionSink, Compactor
@@ -234,13 +234,15 @@ async def _call_model(
     estimate = cost_of(Usage(compactor.estimate(messages), budget.reserve_output_tokens))
     with budget.reservation(estimate):
         try:
-            reply = await llm.complete(system, messages, on_retry=on_retry, **tools)
+            with activity("model call"):
+                reply = await llm.complete(system, messages, on_retry=on_retry, **tools)
         except ContextLengthError:
             # The provider counted more than our estimate (or saw an overflow the server could
             # not word): compact hard, to the window it may just have learned, and retry once.
             await _follow_window(compactor, events)
             await compactor.compact(messages, turn=budget.turns, force=True)
-            reply = await llm.complete(system, messages, on_retry=on_retry, **tools)
+            with activity("model call"):
+                reply = await llm.complete(system, messages, on_retry=on_retry, **tools)
     await _follow_window(compactor, events)
     budget.turns = turn
     budget.charge(reply.usage, cost_of(reply.usage))
@@ -306,7 +308,8 @@ async def _run_items(
 
 async def _timed_call(executor: ToolExecutor, call: ToolCall) -> tuple[ToolResult, float]:
     started = time.monotonic()
-    result = await executor.call(call.name, call.arguments)
+    with activity(f"tool {call.name}"):
+        result = await executor.call(call.name, call.arguments)
     return result, round(time.monotonic() - started, 4)
 
 
