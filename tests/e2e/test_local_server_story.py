@@ -15,7 +15,7 @@ from typing import Any
 
 from tests.e2e.conftest import Done, Scenario, call, complete, kill, start
 from tests.fakes.llama_server import LlamaServer
-from tests.fakes.model_server import Step, reply
+from tests.fakes.model_server import Step, fault, reply
 
 N_CTX = 8192
 # About 2,000 tokens each (at the fake's four characters a token).
@@ -121,3 +121,21 @@ def test_a_stream_that_just_ends_on_the_largest_request_is_compacted_and_sent_on
     assert done.events("retry") == [], "a broken stream was retried as it was"
     assert learned_windows(done), "the overflow taught nothing"
     assert any(e["kind"] == "summary" for e in done.events("compaction"))
+
+
+def test_a_server_that_dies_mid_stream_is_still_retried_and_reported_as_a_provider_failure(
+    tmp_path: Path,
+) -> None:
+    # The second request is the largest yet and its stream is dropped: taken as an overflow once
+    # (compact, send again); the server is dead from then on (500s), so the retries run out and
+    # the task ends as an infrastructure error, as before.
+    scenario = Scenario(
+        task={"prompt": "Read big1.txt."},
+        files={"big1.txt": FILES["big1.txt"]},
+        steps=[reply(call("read_file", path="big1.txt")), fault("drop")],
+        default=fault("server_error"),
+    )
+    done = start(scenario, tmp_path).wait()
+    assert done.code == 4, done.explain()
+    assert len(done.events("retry")) >= 2, done.explain()
+    assert "failed after" in done.stdout + done.stderr, done.explain()
