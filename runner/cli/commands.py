@@ -35,23 +35,11 @@ def settings_and_options(args: argparse.Namespace) -> tuple[Any, Any]:
     from runner.settings import load_settings
     from runner.workspace import make_undumpable
 
-    make_undumpable()  # run, resume: commands must not read the API keys in /proc/PID/environ
-
     if args.events == "-" and args.output == "json":
         raise ConfigError(
             "--events - and --output json both write to stdout: write the events to a file "
             "(--events FILE) or drop --output json"
         )
-    overrides = {
-        "jobs": getattr(args, "jobs", None),
-        "out": args.out,
-        "max_cost_usd": args.max_cost_usd,
-        "log_level": args.log_level,
-        "sandbox_mode": args.sandbox,
-        "sandbox_backend": args.sandbox_backend,
-        "tool_mode": getattr(args, "tool_mode", None),
-    }
-    settings = load_settings(overrides, config_file=args.config)
     task_overrides = TaskOverrides(
         max_turns=args.max_turns,
         max_tokens=args.max_tokens,
@@ -62,6 +50,18 @@ def settings_and_options(args: argparse.Namespace) -> tuple[Any, Any]:
         append_system_prompt=args.append_system_prompt,
     )
     task_overrides.check()
+    make_undumpable()  # run, resume: commands must not read the API keys in /proc/PID/environ
+
+    overrides = {
+        "jobs": getattr(args, "jobs", None),
+        "out": args.out,
+        "max_cost_usd": args.max_cost_usd,
+        "log_level": args.log_level,
+        "sandbox_mode": args.sandbox,
+        "sandbox_backend": args.sandbox_backend,
+        "tool_mode": getattr(args, "tool_mode", None),
+    }
+    settings = load_settings(overrides, config_file=args.config)
     options = RunOptions(
         out=settings.out,
         junit=args.junit,
@@ -147,18 +147,18 @@ def _bounded(data: bytes, what: str) -> str:
 def resume_command(args: argparse.Namespace) -> int:
     from runner.run import latest_run_logs, resume_sessions
 
-    settings, options = settings_and_options(args)
-    args.params = parse_params(args.param)
     paths = args.paths
-    if args.latest:
-        if paths:
-            raise ConfigError(f"resume: --latest or logs ({' '.join(paths)}), not both")
-        paths = [str(path) for path in latest_run_logs(options.out)]
-    elif not paths:
+    if args.latest and paths:
+        raise ConfigError(f"resume: --latest or logs ({' '.join(paths)}), not both")
+    if not args.latest and not paths:
         raise ConfigError(
             "resume: name session logs or folders (LOG_OR_DIR...), or pass --latest to resume "
             "the newest run under --out"
         )
+    settings, options = settings_and_options(args)
+    args.params = parse_params(args.param)
+    if args.latest:
+        paths = [str(path) for path in latest_run_logs(options.out)]
     return resume_sessions(paths, args, settings, options)
 
 
