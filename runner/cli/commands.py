@@ -88,6 +88,8 @@ def run_command(args: argparse.Namespace) -> int:
                 'run: name task files (PATH...), or give a prompt: -p "PROMPT", '
                 "--prompt-file FILE, or -p - to read it from stdin"
             )
+        if "-" in args.paths:
+            raise ConfigError("run -: to read a prompt from stdin, write run -p -")
         if args.workdir is not None or args.name is not None:
             raise ConfigError(
                 "--workdir and --name go with -p or --prompt-file; a task file sets its own "

@@ -84,6 +84,7 @@ def test_run_refuses_a_prompt_with_task_files_and_neither(capsys, tmp_path: Path
     path = str(_suite(tmp_path))
     assert "not both" in _usage_error(capsys, "run", path, "-p", "hello")
     assert "-p" in _usage_error(capsys, "run")
+    assert "write run -p -" in _usage_error(capsys, "run", "-")
     assert "--workdir and --name go with -p" in _usage_error(capsys, "run", path, "--workdir", ".")
 
 
