@@ -56,7 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if exc.exit_code == ExitCode.USAGE:
             from runner.run import annotate_config_error
 
-            annotate_config_error(str(exc), json_output=getattr(args, "output", "") == "json")
+            # stdout is one JSON document (--output json) or the event stream (--events -).
+            taken = getattr(args, "output", "") == "json" or getattr(args, "events", "") == "-"
+            annotate_config_error(str(exc), json_output=taken)
         return exc.exit_code
     except BaseExceptionGroup as group:
         # Task groups wrap errors; an operator error inside one is still an operator error.

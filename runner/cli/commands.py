@@ -168,12 +168,18 @@ def list_command(args: argparse.Namespace) -> int:
     from runner.run import list_tasks
     from runner.settings import load_settings
 
-    settings = load_settings({"log_level": args.log_level}, config_file=args.config)
+    overrides = {
+        "log_level": args.log_level,
+        "tool_mode": args.tool_mode,
+        "sandbox_mode": args.sandbox,
+    }
+    settings = load_settings(overrides, config_file=args.config)
     return list_tasks(
         args.paths,
         parse_params(args.param),
         (args.filter, args.shard),
         args.model,
         settings,
+        isolation=args.isolation,
         json_output=args.output == "json",
     )

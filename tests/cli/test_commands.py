@@ -48,6 +48,20 @@ def test_list_prints_what_a_shard_and_filter_of_run_would_run(run_cli, tmp_path:
 def test_list_as_text_shows_a_row_per_task_with_its_place(run_cli, tmp_path: Path) -> None:
     path = _suite(tmp_path)
     done = run_cli("list", str(path), "--filter", "lint", "--model", "anthropic:claude-x")
+    flags = run_cli(
+        "list",
+        str(path),
+        "--filter",
+        "lint",
+        "--tool-mode",
+        "xml",
+        "--isolation",
+        "none",
+        "--sandbox",
+        "required",
+        "--output",
+        "json",
+    )
     assert done.returncode == 0, done.stderr
     header, row, count = done.stdout.splitlines()
     assert header.split() == [
@@ -56,6 +70,9 @@ def test_list_as_text_shows_a_row_per_task_with_its_place(run_cli, tmp_path: Pat
     assert row.split()[:2] == ["lint", f"{path.resolve()}:{_line_of(path, 'lint')}"]
     assert row.split()[3:] == ["anthropic:claude-x", "native", "worktree", "off"]
     assert count == "1 task(s)"
+    [row_json] = json.loads(flags.stdout)
+    chosen = [row_json[k] for k in ("tool_mode", "isolation", "sandbox")]
+    assert chosen == ["xml", "none", "required"]
 
 
 def _line_of(path: Path, name: str) -> int:

@@ -30,16 +30,20 @@ def list_tasks(
     model: str | None,
     settings: Settings,
     *,
+    isolation: str | None = None,
     json_output: bool = False,
 ) -> int:
-    """Print the selected tasks as a table (or a JSON list); exit 0."""
+    """Print the selected tasks as a table (or a JSON list); exit 0. `model`, `isolation` and
+    the settings' tool mode and sandbox mode are the flags `run` would get."""
     tasks = select_tasks(load_selected_tasks(paths, params, settings), *selection)
-    rows = task_rows(tasks, model, settings)
+    rows = task_rows(tasks, model, settings, isolation)
     print(json.dumps(rows, indent=2) if json_output else _table(rows), flush=True)
     return ExitCode.OK
 
 
-def task_rows(tasks: Sequence[Task], model: str | None, settings: Settings) -> list[dict[str, Any]]:
+def task_rows(
+    tasks: Sequence[Task], model: str | None, settings: Settings, isolation: str | None = None
+) -> list[dict[str, Any]]:
     """A row per task: what `run` would run it with (`model` null when none is set anywhere)."""
     return [
         {
@@ -49,7 +53,7 @@ def task_rows(tasks: Sequence[Task], model: str | None, settings: Settings) -> l
             "workdir": str(task.workdir),
             "model": model or task.spec.model or settings.model or None,
             "tool_mode": settings.tool_mode or task.spec.tool_mode,
-            "isolation": task.spec.isolation,
+            "isolation": isolation or task.spec.isolation,
             "sandbox": sandbox_settings(task, settings).mode,
         }
         for task in tasks
