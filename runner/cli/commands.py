@@ -9,9 +9,13 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from runner.errors import ConfigError
+
+if TYPE_CHECKING:
+    from runner.run import PromptTask, RunOptions
+    from runner.settings import Settings
 
 __all__ = ["list_command", "parse_params", "resume_command", "run_command"]
 
@@ -30,7 +34,7 @@ def parse_params(pairs: Sequence[str]) -> dict[str, str]:
     return params
 
 
-def settings_and_options(args: argparse.Namespace) -> tuple[Any, Any]:
+def settings_and_options(args: argparse.Namespace) -> tuple[Settings, RunOptions]:
     from runner.run import RunOptions, TaskOverrides
     from runner.settings import load_settings
     from runner.workspace import make_undumpable
@@ -81,7 +85,7 @@ def settings_and_options(args: argparse.Namespace) -> tuple[Any, Any]:
 def run_command(args: argparse.Namespace) -> int:
     from runner.run import run_tasks
 
-    source: Any = _prompt_task(args)
+    source: PromptTask | list[str] | None = _prompt_task(args)
     if source is None:
         if not args.paths:
             raise ConfigError(
@@ -112,7 +116,7 @@ def run_command(args: argparse.Namespace) -> int:
     )
 
 
-def _prompt_task(args: argparse.Namespace) -> Any:
+def _prompt_task(args: argparse.Namespace) -> PromptTask | None:
     """The `PromptTask` of `-p`/`--prompt-file`, or None when neither is given."""
     from runner.run import PromptTask
 

@@ -4,6 +4,9 @@ these starts a model or a server, so each process is quick."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,7 @@ import yaml
 from runner.cli import main
 from runner.run.plan import select_tasks
 from runner.task import discover_task_files, load_tasks
+from tests.conftest import REPO
 
 SUITE = {
     "defaults": {"workdir": ".", "tool_mode": "native", "model": "openai:gpt-4.1"},
@@ -26,10 +30,24 @@ def _suite(root: Path) -> Path:
     return path
 
 
-def test_list_prints_what_a_shard_and_filter_of_run_would_run(run_cli, tmp_path: Path) -> None:
+def test_list_prints_what_a_shard_and_filter_of_run_would_run_and_starts_nothing(
+    tmp_path: Path,
+) -> None:
     path = _suite(tmp_path)
-    done = run_cli("list", str(path), "--filter", "task-*", "--shard", "2/3", "--output", "json")
+    args = ["list", str(path), "--filter", "task-*", "--shard", "2/3", "--output", "json"]
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "runner", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        check=False,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
+    imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if "|" in line}
+    assert "runner.run.plan.listing" in imported
+    assert not imported & {"openai", "anthropic", "mcp", "httpx"}  # no model, no server
     rows = json.loads(done.stdout)
     tasks = load_tasks(discover_task_files([str(path)]))
     expected = select_tasks(tasks, ["task-*"], "2/3")
