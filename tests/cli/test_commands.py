@@ -120,6 +120,11 @@ def test_run_refuses_a_prompt_with_task_files_and_neither(capsys, tmp_path: Path
     assert "not both" in _usage_error(capsys, "run", path, "-p", "hello")
     assert "-p" in _usage_error(capsys, "run")
     assert "write run -p -" in _usage_error(capsys, "run", "-")
+    assert "the prompt is empty" in _usage_error(capsys, "run", "-p", " \n")
+    missing = str(tmp_path / "missing.md")
+    assert f"--prompt-file {missing}: No such file" in _usage_error(
+        capsys, "run", "--prompt-file", missing
+    )
     assert "--workdir and --name go with -p" in _usage_error(capsys, "run", path, "--workdir", ".")
 
 

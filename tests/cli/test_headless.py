@@ -59,8 +59,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                 "prompt": Scenario(
                     steps=_read_notes("the notes say hi"),
                     files=NOTES,
+                    extra_files={"prompt.md": "Read notes.txt and report what it says.\n"},
                     args=[
-                        *("run", "-p", "Read notes.txt and report what it says."),
+                        *("run", "--prompt-file", "prompt.md"),
                         *("--workdir", "w", "--model", MODEL, "--out", "OUT"),
                         *("--result-file", "result.txt"),
                     ],
@@ -117,7 +118,7 @@ class _StdinRun:
         self.server.stop()
 
 
-def test_run_p_runs_one_prompt_with_the_default_tools_and_the_usual_reports(
+def test_a_prompt_file_runs_as_one_task_with_the_default_tools_and_the_usual_reports(
     runs: dict[str, Any],
 ) -> None:
     done = runs["prompt"]
