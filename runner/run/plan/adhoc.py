@@ -1,7 +1,8 @@
 """`run -p PROMPT`: one task without a task file (DESIGN 20).
 
 The prompt becomes a task file of its own, `<out>/tasks/<name>.yaml` (the prompt masked like
-every artifact; `workdir:` pointing at `--workdir`), loaded like any other: the same defaults
+every artifact, though the model gets it as written; `workdir:` pointing at `--workdir`), loaded
+like any other: the same defaults
 (the config's model, extensions and hooks; the built-in workspace tools), logs, reports and exit
 codes. Being a file, it is what the reports point at, what `run` can take again, and what
 `resume` finds in the checkout to continue the session.
@@ -12,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
@@ -75,7 +76,12 @@ def load_prompt_task(
         raise ConfigError(
             f"--out {out}: cannot write the prompt's task file {path}: {error.strerror or error}"
         ) from None
-    return load_selected_tasks([str(path)], params, settings)
+    tasks = load_selected_tasks([str(path)], params, settings)
+    if prompt != source.prompt:
+        # A secret was masked in the file (an artifact), not in what the model is sent.
+        spec = {"prompt": source.prompt}
+        tasks = [replace(task, spec=task.spec.model_copy(update=spec)) for task in tasks]
+    return tasks
 
 
 def _check_same_repository(path: Path, workdir: Path, out: Path) -> None:
