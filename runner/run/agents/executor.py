@@ -50,11 +50,11 @@ class RunContext(Protocol):
     run_id: str
     out_dir: Path
     redactor: Redactor
+    events: EventStream | None
     env: dict[str, str]
     run_budget: RunBudget
     interrupted: bool
     models: dict[str, LLM]
-    events: EventStream | None
 
 
 class ChildRunner(Protocol):
