@@ -142,3 +142,14 @@ def test_resume_latest_without_sessions_names_the_folder(run_cli, tmp_path: Path
     done = run_cli("resume", "--latest", "--out", str(tmp_path / "none"))
     assert done.returncode == 2
     assert f"no session logs under {tmp_path / 'none' / 'sessions'}" in done.stderr
+
+
+def test_help_names_the_list_command_and_the_prompt_flags(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "list" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    text = capsys.readouterr().out
+    for flag in ("--prompt-file", "--events", "--result-file", "--allow-tool", "--max-turns"):
+        assert flag in text
