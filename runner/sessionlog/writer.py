@@ -17,6 +17,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 
 from runner.outcome import Status, Totals
 from runner.redact import Redactor
+from runner.sessionlog.events import EventStream
 from runner.sessionlog.files import save_prompt, spill
 from runner.sessionlog.format import (
     Clock,
@@ -61,6 +62,7 @@ class SessionLogWriter:
         result_cap_bytes: int,
         preview_bytes: int,
         clock: Clock,
+        events: EventStream | None = None,
     ) -> None:
         self.out_dir = out_dir
         """The artifacts folder (`--out`)."""
@@ -80,6 +82,10 @@ class SessionLogWriter:
         self._tool_calls = 0
         self._checks = 0
         self._ended = False
+        self._events = events
+        """`--events`: each line written is streamed there too, as written (masked)."""
+        task = header.get("task")
+        self._task_name = str(task.get("name", "")) if isinstance(task, Mapping) else ""
 
     @classmethod
     def create(
@@ -91,6 +97,7 @@ class SessionLogWriter:
         result_cap_bytes: int = DEFAULT_RESULT_CAP_BYTES,
         preview_bytes: int = DEFAULT_PREVIEW_BYTES,
         clock: Clock | None = None,
+        events: EventStream | None = None,
     ) -> SessionLogWriter:
         """Start a log: save the prompt under its hash, create the file and write the header.
 
@@ -135,6 +142,7 @@ class SessionLogWriter:
             result_cap_bytes=result_cap_bytes,
             preview_bytes=preview_bytes,
             clock=clock,
+            events=events,
         )
         try:
             writer._write(line, keep=("session_id", "parent_id"))
@@ -387,6 +395,8 @@ class SessionLogWriter:
             self._handle.flush()
         except OSError as error:
             raise LogWriteError(self.path, error) from error
+        if self._events is not None:
+            self._events.record(self._task_name, self.session_id, text)
 
     def _spill(self, folder: str, number: int, text: str) -> tuple[str, str | None, int]:
         """(text or its preview, reference of the spill file or None, size in UTF-8 bytes)."""

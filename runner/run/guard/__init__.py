@@ -19,7 +19,7 @@ from runner.run.guard.features import (
     with_config_hooks,
 )
 from runner.run.guard.hooks import HookRunner, stop_feedback
-from runner.run.guard.sandboxing import TaskSandbox, command_env, task_sandbox
+from runner.run.guard.sandboxing import TaskSandbox, command_env, sandbox_settings, task_sandbox
 
 __all__ = [
     "HookRunner",
@@ -28,6 +28,7 @@ __all__ = [
     "end_hooks",
     "feature_problems",
     "guarded",
+    "sandbox_settings",
     "start_hooks",
     "stop_feedback",
     "task_sandbox",

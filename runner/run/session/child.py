@@ -193,6 +193,7 @@ async def _converse(
             "parent_call": parent_call,
         },
         frame.redactor,
+        events=ctx.events,
     )
     frame.log = log
     frame.children.append(log.session_id)

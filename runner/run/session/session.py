@@ -59,7 +59,7 @@ from runner.run.turn import (
     native_model,
     run_loop,
 )
-from runner.sessionlog import LogWriteError, SessionLogWriter
+from runner.sessionlog import EventStream, LogWriteError, SessionLogWriter
 from runner.settings import Settings
 from runner.task import Task
 from runner.toolcall import ToolSpec
@@ -87,6 +87,8 @@ class RunContext:
     """Sub-agents' models other than their task's, by `PROVIDER:MODEL`, made on first use."""
     progress: Progress = field(default_factory=Progress)
     """Live progress lines on the console (runner.run.telemetry.progress); off by default."""
+    events: EventStream | None = None
+    """`--events`: where every session log's records are streamed too (sub-agents' as well)."""
 
 
 @dataclass(frozen=True)
@@ -311,7 +313,7 @@ def _open_log(
     header = session_header(
         task, llm, ctx.run_id, resume.parent_id if resume else None, sandbox, system, tools
     )
-    state.log = SessionLogWriter.create(ctx.out_dir, header, redactor)
+    state.log = SessionLogWriter.create(ctx.out_dir, header, redactor, events=ctx.events)
     for line in state.early_warnings:
         state.log.warning(line)
     state.early_warnings.clear()
