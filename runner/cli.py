@@ -179,6 +179,7 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--sandbox", choices=["auto", "required", "off"], help="mode of every task")
     parser.add_argument("--sandbox-backend", choices=["auto", "bwrap", "landlock", "none"])
+    parser.add_argument("--allow-host", action="append", metavar="HOST", help="allow a host")
     parser.add_argument("--tool-mode", choices=["xml", "native", "auto"], help="for every task")
     parser.add_argument("-q", "--quiet", action="store_true", help="failures and summary only")
     parser.add_argument("-v", "--verbose", action="store_true", help="a line per turn; transcripts")
@@ -359,7 +360,7 @@ def _settings_and_options(args: argparse.Namespace) -> tuple[Any, Any]:
         "sandbox_backend": args.sandbox_backend,
         "tool_mode": getattr(args, "tool_mode", None),
     }
-    settings = load_settings(overrides, config_file=args.config)
+    settings = load_settings({**overrides, "allow_hosts": args.allow_host}, config_file=args.config)
     options = RunOptions(
         out=settings.out,
         junit=args.junit,

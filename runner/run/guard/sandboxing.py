@@ -15,7 +15,7 @@ import contextlib
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import anyio
@@ -23,6 +23,7 @@ import anyio
 from runner.errors import ConfigError, RunnerError, SandboxUnavailable
 from runner.mcp import WORKSPACE, server_env
 from runner.outcome import SandboxRecord
+from runner.run.guard.network import TaskProxy, allowlist, with_allowlist
 from runner.settings import SandboxSettings, Settings, environ
 from runner.task import Task, writable_problems
 from runner.workspace import Sandbox, confine, git_dirs, probe, toolchain_dirs
@@ -40,6 +41,14 @@ class TaskSandbox:
     record: SandboxRecord
     error: RunnerError | None = None
     """Why the task must not run (raised by the session before the model is called)."""
+    proxy: TaskProxy | None = None
+    """The network allowlist's proxy (DESIGN 19), when the task has one."""
+
+    def final(self) -> SandboxRecord:
+        """The record with the proxy's connection counts, once the task has ended."""
+        if self.proxy is None:
+            return self.record
+        return replace(self.record, connections=self.proxy.counts())
 
 
 def sandbox_settings(task: Task, settings: Settings) -> SandboxSettings:
@@ -66,8 +75,10 @@ async def task_sandbox(
 ) -> AsyncIterator[TaskSandbox]:
     """Confine the body's commands as the task's settings ask; yields what was enforced."""
     spec = sandbox_settings(task, settings)
+    hosts = allowlist(spec, settings)
     if spec.mode == "off":
-        yield TaskSandbox(SandboxRecord("off", network=True))
+        async with with_allowlist(hosts, SandboxRecord("off", network=True), None, False) as got:
+            yield TaskSandbox(got[0], proxy=got[2])
         return
     writable, problem = _writable(spec, task, settings)
     if problem is not None:
@@ -85,7 +96,9 @@ async def task_sandbox(
         if reason not in _warned:
             _warned.append(reason)
             say(f"warning: {reason}; commands run unconfined (sandbox mode auto)")
-        yield TaskSandbox(SandboxRecord("degraded", reason=found.reason, network=True))
+        record = SandboxRecord("degraded", reason=found.reason, network=True)
+        async with with_allowlist(hosts, record, None, False) as got:
+            yield TaskSandbox(got[0], proxy=got[2])
         return
     scratch = Path(tempfile.mkdtemp(prefix="agent-runner-sandbox-")).resolve()
     try:
@@ -97,16 +110,18 @@ async def task_sandbox(
             found.executable,
             task.workdir,
             scratch,
-            network=spec.network,
+            network=spec.network is True,
             writable=writable,
             hidden=(home,) if home.is_dir() and home != Path("/") else (),
             readable=(*git_dirs(task.workdir), *toolchain_dirs(home, environ().get("PATH", ""))),
         )
         record = SandboxRecord(
-            "enforced", found.backend, network=spec.network, writable=spec.writable
+            "enforced", found.backend, network=spec.network is True, writable=spec.writable
         )
-        with confine(sandbox):
-            yield TaskSandbox(record)
+        required = spec.mode == "required"
+        async with with_allowlist(hosts, record, sandbox, required) as got:
+            with confine(got[1]):
+                yield TaskSandbox(got[0], got[3], got[2])
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

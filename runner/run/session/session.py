@@ -24,6 +24,7 @@ from runner.run.guard import (
     TaskSandbox,
     end_hooks,
     guarded,
+    log_network,
     start_hooks,
     task_sandbox,
     task_skills,
@@ -127,7 +128,7 @@ async def run_task(
     """Run one task in its sandbox and return its outcome; never raises for a task-level failure."""
     async with task_sandbox(task, ctx.settings, ctx.say) as sandbox:
         outcome = await _run_task(task, llm, ctx, resume, sandbox)
-    return dataclasses.replace(outcome, sandbox=sandbox.record)
+    return dataclasses.replace(outcome, sandbox=sandbox.final())
 
 
 async def _run_task(
@@ -307,6 +308,8 @@ def _open_log(
     for line in state.early_warnings:
         state.log.warning(line)
     state.early_warnings.clear()
+    proxy = state.sandbox.proxy if state.sandbox else None  # its `network` events, from now on
+    log_network(proxy, state.log, lambda: state.budget.turns, lambda x: _warn(ctx, redactor, x))
 
 
 async def _converse(
