@@ -20,10 +20,9 @@ import pytest
 
 from runner.sessionlog import export_html
 from tests.e2e.conftest import Done, Scenario, complete, log_schema_errors, run_all, tool_reply
-from tests.e2e.test_sandbox import BACKENDS
+from tests.e2e.test_sandbox import BACKENDS, _works
 
 ARGS = ("run", "t.yaml", "--model", "openai:gpt-4.1", "--out", "OUT")
-needs_curl = pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
 
 
 class _Hello(BaseHTTPRequestHandler):
@@ -38,7 +37,7 @@ class _Hello(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def hosts() -> Iterator[dict[str, int]]:
     """`allowed` and `refused` HTTP servers on 127.0.0.1: their ports."""
     servers = {}
@@ -53,6 +52,22 @@ def hosts() -> Iterator[dict[str, int]]:
         for server in servers.values():
             server.shutdown()
             server.server_close()
+
+
+@pytest.fixture(scope="module")
+def runs(hosts: dict[str, int], module_dir: Path) -> dict[str, Done]:
+    """Every scenario of this module, run at once (each is a runner process)."""
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed")
+    scenarios = {
+        f"{backend}": _scenario(hosts, {"mode": "required"}, "--sandbox-backend", backend)
+        for backend in ("bwrap", "landlock")
+        if _works(backend) is None
+    }
+    scenarios["auto"] = _scenario(hosts, {"mode": "auto"}, "--sandbox-backend", "none")
+    scenarios["required"] = _scenario(hosts, {"mode": "required"}, "--sandbox-backend", "none")
+    scenarios["bad-flag"] = _scenario(hosts, {}, "--allow-host", "https://pypi.org/simple")
+    return run_all(scenarios, module_dir)
 
 
 def _resolve(ports: dict[str, int]) -> str:
@@ -114,13 +129,11 @@ def _assert_filtered(done: Done) -> None:
     assert "refused.test:80" in page and "network:" in page
 
 
-@needs_curl
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_an_allowlist_lets_commands_reach_the_listed_hosts_and_nothing_else(
-    tmp_path: Path, hosts: dict[str, int], backend: str
+    runs: dict[str, Done], backend: str
 ) -> None:
-    scenario = _scenario(hosts, {"mode": "required"}, "--sandbox-backend", backend)
-    done = run_all({"run": scenario}, tmp_path)["run"]
+    done = runs[backend]
     assert done.code == 0, done.explain()
     _assert_filtered(done)
     direct = _outputs(done)[4]
@@ -128,22 +141,25 @@ def test_an_allowlist_lets_commands_reach_the_listed_hosts_and_nothing_else(
     sandbox = done.task()["sandbox"]
     assert sandbox["allowlist"] == ["allowed.test"] and sandbox["allowlist_enforced"] is True
     assert done.log().header["sandbox"]["allowlist_enforced"] is True
+    out = done.testcase().findtext("system-out") or ""
+    assert f"sandbox: enforced ({backend}); network: allowlist (allowed.test)" in out
 
 
-@needs_curl
 def test_without_a_backend_the_allowlist_filters_only_programs_that_use_the_proxy(
-    tmp_path: Path, hosts: dict[str, int]
+    runs: dict[str, Done],
 ) -> None:
-    scenarios = {
-        "auto": _scenario(hosts, {"mode": "auto"}, "--sandbox-backend", "none"),
-        "required": _scenario(hosts, {"mode": "required"}, "--sandbox-backend", "none"),
-    }
-    done = run_all(scenarios, tmp_path)
-    auto = done["auto"]
+    auto = runs["auto"]
     assert auto.code == 0, auto.explain()
     _assert_filtered(auto)
     assert "CONNECTED" in _outputs(auto)[4]  # nothing stops a program that ignores the proxy
     assert auto.task()["sandbox"]["allowlist_enforced"] is False
     assert "network: allowlist (not enforced)" in (auto.testcase().findtext("system-out") or "")
     assert auto.log().header["sandbox"]["allowlist_enforced"] is False
-    assert done["required"].code == 4, done["required"].explain()
+    assert runs["required"].code == 4, runs["required"].explain()
+
+
+def test_a_bad_allow_host_is_a_usage_error_before_anything_runs(runs: dict[str, Done]) -> None:
+    done = runs["bad-flag"]
+    assert done.code == 2, done.explain()
+    assert "--allow-host 'https://pypi.org/simple'" in done.stderr
+    assert "is a URL, not a host" in done.stderr and not (done.out / "sessions").exists()
