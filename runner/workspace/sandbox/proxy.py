@@ -145,8 +145,10 @@ class NetworkProxy:
         """Stop listening and end every open connection."""
         for server in self._servers:
             server.close()
-        for task in list(self._open):
+        open_tasks = list(self._open)
+        for task in open_tasks:
             task.cancel()
+        await asyncio.gather(*open_tasks, return_exceptions=True)
         for server in self._servers:
             with contextlib.suppress(Exception):
                 await server.wait_closed()
@@ -265,6 +267,8 @@ class NetworkProxy:
     async def _address(self, request: _Request, rule: HostRule) -> tuple[str, int]:
         if (mapped := self._resolve.get((request.host.lower(), request.port))) is not None:
             return mapped
+        if _is_ip(request.host):  # a literal needs no lookup (nor the thread pool's)
+            return request.host, request.port
         infos = await asyncio.get_running_loop().getaddrinfo(
             request.host,
             request.port,
@@ -290,18 +294,7 @@ async def _pipe(
     last = [time.monotonic()]
 
     async def copy(source: asyncio.StreamReader, sink: asyncio.StreamWriter, up: bool) -> None:
-        while True:
-            try:
-                chunk = await asyncio.wait_for(source.read(_CHUNK), limits.idle_timeout_s)
-            except TimeoutError:
-                if time.monotonic() - last[0] < limits.idle_timeout_s:
-                    continue  # the other way is busy
-                raise
-            if not chunk:
-                if up and sink.can_write_eof():
-                    with contextlib.suppress(OSError):
-                        sink.write_eof()
-                return
+        while chunk := await source.read(_CHUNK):
             last[0] = time.monotonic()
             if up:
                 request.up += len(chunk)
@@ -309,17 +302,27 @@ async def _pipe(
                 request.down += len(chunk)
             sink.write(chunk)
             await sink.drain()
+        if up and sink.can_write_eof():
+            with contextlib.suppress(OSError):
+                sink.write_eof()
 
-    downstream = asyncio.ensure_future(copy(upstream_reader, writer, False))
+    async def idle() -> None:
+        # One timer per connection, not one per read: a read under `wait_for` costs a task.
+        while (left := limits.idle_timeout_s - (time.monotonic() - last[0])) > 0:
+            await asyncio.sleep(left)
+
     upward = asyncio.ensure_future(copy(reader, upstream, True))
+    downstream = asyncio.ensure_future(copy(upstream_reader, writer, False))
+    watchdog = asyncio.ensure_future(idle())
     try:
-        with contextlib.suppress(TimeoutError):
-            await downstream  # the host's side ending ends the exchange
+        # The host's side ending ends the exchange; so does a connection idle too long.
+        await asyncio.wait((downstream, watchdog), return_when=asyncio.FIRST_COMPLETED)
     finally:
-        upward.cancel()
-        downstream.cancel()
-        with contextlib.suppress(asyncio.CancelledError, OSError, TimeoutError):
-            await upward
+        for task in (upward, downstream, watchdog):
+            task.cancel()
+        await asyncio.gather(upward, downstream, watchdog, return_exceptions=True)
+    if downstream.done() and not downstream.cancelled() and downstream.exception() is not None:
+        raise OSError("the host's side failed") from downstream.exception()
 
 
 def _request_line(line: str) -> tuple[str, str, str]:
