@@ -26,6 +26,7 @@ from runner.workspace import (
     NetPath,
     NetworkProxy,
     Sandbox,
+    interpreter_dirs,
     landlock_abi,
     parse_rule,
     proxied,
@@ -155,7 +156,8 @@ async def with_allowlist(
     socket = sandbox.scratch / "proxy.sock" if sandbox and sandbox.backend == "bwrap" else None
     async with task_proxy(hosts, socket) as proxy:
         if sandbox is not None:
-            sandbox = replace(sandbox, network=False, proxy=proxy.path)
+            readable = (*sandbox.readable, *interpreter_dirs()) if socket else sandbox.readable
+            sandbox = replace(sandbox, network=False, proxy=proxy.path, readable=readable)
         with proxied(proxy.env() if sandbox is None else None):
             yield record, sandbox, proxy, None
 

@@ -25,7 +25,7 @@ from runner.workspace.sandbox.backends import (
 )
 from runner.workspace.sandbox.hosts import HostRule, match_rule, parse_rule, rule_problems
 from runner.workspace.sandbox.landlock import abi_version as landlock_abi
-from runner.workspace.sandbox.netpath import NetPath, proxied
+from runner.workspace.sandbox.netpath import NetPath, interpreter_dirs, proxied
 from runner.workspace.sandbox.proxy import Connection, NetworkProxy, ProxyLimits
 from runner.workspace.sandbox.reaper import Reaper, shared_reaper
 from runner.workspace.sandbox.shell import (
@@ -63,6 +63,7 @@ __all__ = [
     "NetPath",
     "NetworkProxy",
     "ProxyLimits",
+    "interpreter_dirs",
     "landlock_abi",
     "match_rule",
     "parse_rule",

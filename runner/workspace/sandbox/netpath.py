@@ -16,18 +16,27 @@ run for the task).
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["INSIDE_PORT", "NetPath", "proxied", "unconfined_env"]
+__all__ = ["INSIDE_PORT", "NetPath", "interpreter_dirs", "proxied", "unconfined_env"]
 
 INSIDE_PORT = 3128
 """The forwarder's port inside a bubblewrap network namespace (nothing else listens there)."""
 _FORWARDER = Path(__file__).with_name("forwarder.py")
 _NO_PROXY = "localhost,127.0.0.1,::1"
+_PYTHON = os.path.realpath(sys.executable)
+"""The forwarder's interpreter, symlinks (a virtual environment's) resolved."""
+
+
+def interpreter_dirs() -> tuple[Path, ...]:
+    """What the forwarder's Python needs readable inside the sandbox (it may live in the hidden
+    HOME, as pyenv's does)."""
+    return (Path(sys.base_prefix).resolve(), Path(_PYTHON).parent)
 
 
 @dataclass(frozen=True)
@@ -50,7 +59,7 @@ class NetPath:
 
     def bwrap_command(self, command: list[str]) -> list[str]:
         """`command`, started by the forwarder inside the namespace."""
-        script = [sys.executable, "-I", "-S", str(_FORWARDER)]
+        script = [_PYTHON, "-I", "-S", str(_FORWARDER)]
         return [*script, str(self.socket), str(INSIDE_PORT), "--", *command]
 
     def landlock_options(self) -> list[str]:
