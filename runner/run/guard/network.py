@@ -69,9 +69,10 @@ def check_network(settings: Settings) -> None:
         lines.append(f"--allow-host {host!r}: {rule_problems([host])[0][1]}")
     network = settings.sandbox.network
     if isinstance(network, tuple):
+        where = settings.where("sandbox", "network")  # the list's line (entries have none)
         for index, message in rule_problems(network):
-            key = ("sandbox", "network") if index < 0 else ("sandbox", "network", index)
-            lines.append(f"{settings.where(*key)}: sandbox.network: {message}")
+            entry = f"[{index}]" if index >= 0 else ""
+            lines.append(f"{where}: sandbox.network{entry}: {message}")
     if lines:
         raise ConfigError("\n".join(lines))
 
