@@ -95,7 +95,11 @@ def _commands(direct_port: int) -> list[str]:
 def _scenario(ports: dict[str, int], sandbox: dict[str, object], *args: str) -> Scenario:
     steps = [tool_reply("execute_command", command=c) for c in _commands(ports["allowed"])]
     return Scenario(
-        task={"sandbox": {"network": ["allowed.test"], **sandbox}},
+        task={
+            "sandbox": {"network": ["allowed.test"], **sandbox},
+            # The success check goes through the proxy like the commands.
+            "success": {"check": "curl -sf -m 10 http://allowed.test/ | grep -q HELLO-FROM"},
+        },
         steps=[*steps, complete()],
         env={"AGENT_RUNNER_TEST_RESOLVE": _resolve(ports)},
         args=[*ARGS, *args],
@@ -121,10 +125,12 @@ def _assert_filtered(done: Done) -> None:
     assert [(e["host"], e["port"]) for e in refusals] == [("refused.test", 80)]
     assert all(e["bytes_down"] > 0 for e in events if e["allowed"])
     assert not log_schema_errors(done.log().path)
+    assert [e["exit_code"] for e in done.events("check")] == [0]
     connections = done.task()["sandbox"]["connections"]
-    assert connections == {"allowed": len(allowed), "refused": 1}
+    # forward, tunnel, urllib, and the check's (whose event may land after the end line)
+    assert connections == {"allowed": 4, "refused": 1} and len(allowed) >= 3
     out = done.testcase().findtext("system-out") or ""
-    assert f"connections: {len(allowed)} allowed, 1 refused" in out
+    assert "connections: 4 allowed, 1 refused" in out
     page = export_html(done.log().path)
     assert "refused.test:80" in page and "network:" in page
 
