@@ -5,7 +5,7 @@ The namespace has only a loopback interface. This script listens on 127.0.0.1:PO
 a child that relays each connection to the allowlist proxy's unix socket `SOCKET` (bound into
 the sandbox; the proxy runs outside), and execs the command in its own place. The command's
 proxy variables point at 127.0.0.1:PORT; a program that ignores them finds no route at all.
-The child dies with the command (`PR_SET_PDEATHSIG`, and the sandbox's PID namespace).
+The child dies with the command (bubblewrap's PID namespace ends with its first process).
 
 It runs by path with `-I -S`, like `landlock.py`: the standard library only. When it cannot
 listen it exits 125 without running the command.
@@ -13,54 +13,46 @@ listen it exits 125 without running the command.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
+import _socket  # the C module: the command waits for this script's imports, so keep them few
 import os
-import signal
-import socket
 import sys
-import threading
 
 __all__ = ["main"]
 
 FAILED_EXIT = 125
-_PR_SET_PDEATHSIG = 1
 _CHUNK = 65536
 
 
-def _relay(source: socket.socket, sink: socket.socket) -> None:
-    try:
-        while chunk := source.recv(_CHUNK):
-            sink.sendall(chunk)
-        sink.shutdown(socket.SHUT_WR)
-    except OSError:
-        with contextlib.suppress(OSError):
-            sink.shutdown(socket.SHUT_RDWR)
+def _relay_forever(listener_fd: int, path: str) -> None:
+    """The child: accept on the listener, relay each connection to the proxy's socket."""
+    import contextlib
+    import socket
+    import threading
 
+    def relay(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while chunk := source.recv(_CHUNK):
+                sink.sendall(chunk)
+            sink.shutdown(socket.SHUT_WR)
+        except OSError:
+            with contextlib.suppress(OSError):
+                sink.shutdown(socket.SHUT_RDWR)
 
-def _serve(client: socket.socket, path: str) -> None:
-    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        upstream.connect(path)
-    except OSError:
-        client.close()
-        upstream.close()
-        return
-    back = threading.Thread(target=_relay, args=(upstream, client), daemon=True)
-    back.start()
-    _relay(client, upstream)
-    back.join()
-    client.close()
-    upstream.close()
+    def serve(client: socket.socket) -> None:
+        with client, socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as upstream:
+            try:
+                upstream.connect(path)
+            except OSError:
+                return
+            back = threading.Thread(target=relay, args=(upstream, client), daemon=True)
+            back.start()
+            relay(client, upstream)
+            back.join()
 
-
-def _accept_forever(listener: socket.socket, path: str) -> None:
-    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() == 1:  # the command is gone already
-        os._exit(0)
+    listener = socket.socket(fileno=listener_fd)
     while True:
         client, _ = listener.accept()
-        threading.Thread(target=_serve, args=(client, path), daemon=True).start()
+        threading.Thread(target=serve, args=(client,), daemon=True).start()
 
 
 def main(argv: list[str]) -> int:
@@ -70,19 +62,21 @@ def main(argv: list[str]) -> int:
         return FAILED_EXIT
     path, port, command = argv[0], int(argv[1]), argv[3:]
     try:
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+        listener.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
         listener.bind(("127.0.0.1", port))
         listener.listen(128)
     except OSError as exc:
         print(f"agent-runner sandbox (network): {exc}; the command did not run", file=sys.stderr)
         return FAILED_EXIT
+    # The relay is a child, not the command's parent: it dies with the sandbox's PID namespace
+    # when the command (bubblewrap's first process) ends.
     if os.fork() == 0:
         try:
             null = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):  # the command's pipes close when the command ends
                 os.dup2(null, fd)
-            _accept_forever(listener, path)
+            _relay_forever(listener.detach(), path)
         finally:
             os._exit(0)
     listener.close()
