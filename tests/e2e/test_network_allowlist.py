@@ -89,6 +89,7 @@ def _commands(direct_port: int) -> list[str]:
         f'python3 -c "{urllib}"',
         'curl -sS -m 10 -w "STATUS=%{http_code}" http://refused.test/',
         f'python3 -c "{direct}"',
+        'echo "PROXY=$HTTPS_PROXY"',
     ]
 
 
@@ -107,12 +108,13 @@ def _scenario(ports: dict[str, int], sandbox: dict[str, object], *args: str) -> 
 
 
 def _outputs(done: Done) -> list[str]:
-    return [event["result"] for event in done.events("tool_call")][:5]
+    return [event["result"] for event in done.events("tool_call")][:6]
 
 
 def _assert_filtered(done: Done) -> None:
     """The allowed host answered three ways, the refused one got the 403."""
-    forward, tunnel, urllib, refused, _direct = _outputs(done)
+    forward, tunnel, urllib, refused, _direct, variable = _outputs(done)
+    assert "PROXY=http://agent-runner:***@127.0.0.1:" in variable, variable  # masked
     assert "HELLO-FROM-ALLOWED" in forward, forward
     assert "HELLO-FROM-ALLOWED" in tunnel, tunnel
     assert "HELLO-FROM-ALLOWED" in urllib, urllib

@@ -44,6 +44,12 @@ class TaskSandbox:
     proxy: TaskProxy | None = None
     """The network allowlist's proxy (DESIGN 19), when the task has one."""
 
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Values to mask in the task's artifacts: the proxy's credential (commands can print
+        their proxy variables)."""
+        return (self.proxy.path.secret,) if self.proxy is not None else ()
+
     def final(self) -> SandboxRecord:
         """The record with the proxy's connection counts, once the task has ended."""
         if self.proxy is None:

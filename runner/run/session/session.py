@@ -148,7 +148,7 @@ async def _run_task(
         state.budget.usage = Usage(
             used.input_tokens, used.output_tokens, used.cache_read_tokens, used.cache_write_tokens
         )
-    redactor = ctx.redactor.with_secrets(task.secrets)
+    redactor = ctx.redactor.with_secrets((*task.secrets, *sandbox.secrets))
     status: Status
     try:
         status, kind, reason = await _run(task, llm, ctx, resume, state, redactor)
