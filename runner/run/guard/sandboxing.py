@@ -126,10 +126,22 @@ async def task_sandbox(
         )
         required = spec.mode == "required"
         async with with_allowlist(hosts, record, sandbox, required) as got:
+            if hosts and not got[0].allowlist_enforced and got[3] is None:
+                _warn_once(
+                    say,
+                    "this kernel's Landlock has no network rules (ABI 4)",
+                    "the network allowlist filters only programs that use the proxy",
+                )
             with confine(got[1]):
                 yield TaskSandbox(got[0], got[3], got[2])
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _warn_once(say: Callable[[str], None], reason: str, effect: str) -> None:
+    if reason not in _warned:
+        _warned.append(reason)
+        say(f"warning: {reason}; {effect}")
 
 
 def _writable(
