@@ -118,8 +118,9 @@ class SandboxSettings(BaseModel):
     mode: Literal["auto", "required", "off"] = "auto"
     """`auto`: confine when a backend works, else warn and run unconfined; `required`: a task
     with no working backend ends as an infrastructure error (exit 4); `off`: no sandbox."""
-    network: bool = False
-    """Commands may use the host's network."""
+    network: bool | tuple[str, ...] = False
+    """Commands may use the host's network (`true`), none (`false`), or only these hosts
+    through the allowlist proxy (DESIGN 19: `pypi.org`, `*.npmjs.org`, `github.com:443`)."""
     writable: tuple[str, ...] = ()
     """Folders commands may write besides the workdir, relative to the workdir; each must exist
     inside the repository that holds the workdir."""
@@ -222,6 +223,8 @@ class Settings(BaseSettings):
     """`--sandbox MODE`: the mode of every task, over the config's and the tasks' own."""
     sandbox_backend: Literal["auto", "bwrap", "landlock", "none"] = "auto"
     """`--sandbox-backend`: which backend the probe tries (`none`: no backend works)."""
+    allow_hosts: tuple[str, ...] = ()
+    """`--allow-host HOST`: hosts every task's commands may reach, besides its own list."""
     shutdown_grace_s: float = Field(5.0, gt=0)
     """After SIGINT or SIGTERM, how long the run may take to stop before a watchdog writes the
     reports from what it knows and exits."""

@@ -48,6 +48,13 @@ def run_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--sandbox", choices=["auto", "required", "off"], help="mode of every task")
     parser.add_argument("--sandbox-backend", choices=["auto", "bwrap", "landlock", "none"])
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        metavar="HOST",
+        help="let commands reach HOST (name, *.domain, IP; :PORT) through the task's proxy"
+        " (repeatable; adds to sandbox.network)",
+    )
     parser.add_argument("--tool-mode", choices=["xml", "native", "auto"], help="for every task")
     parser.add_argument("-q", "--quiet", action="store_true", help="failures and summary only")
     parser.add_argument("-v", "--verbose", action="store_true", help="a line per turn; transcripts")

@@ -324,6 +324,11 @@ class SessionLogWriter:
             stderr=stderr,
         )
 
+    def network(self, *, turn: int, **fields: Any) -> None:
+        """One connection through the network allowlist's proxy (DESIGN 19): `host`, `port`,
+        `allowed`, `method`, `rule`, `reason`, `bytes_up`, `bytes_down`, `duration_s`."""
+        self._event("network", turn=turn, **fields)
+
     def warning(self, message: str) -> None:
         """Something the operator should know that did not stop the session (e.g. resume drift)."""
         self._event("warning", message=message)

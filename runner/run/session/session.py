@@ -32,6 +32,7 @@ from runner.run.guard import (
     TaskSandbox,
     end_hooks,
     guarded,
+    log_network,
     start_hooks,
     task_sandbox,
     task_skills,
@@ -137,7 +138,7 @@ async def run_task(
     """Run one task in its sandbox and return its outcome; never raises for a task-level failure."""
     async with task_sandbox(task, ctx.settings, ctx.say) as sandbox:
         outcome = await _run_task(task, llm, ctx, resume, sandbox)
-    return dataclasses.replace(outcome, sandbox=sandbox.record)
+    return dataclasses.replace(outcome, sandbox=sandbox.final())
 
 
 async def _run_task(
@@ -157,7 +158,7 @@ async def _run_task(
         state.budget.usage = Usage(
             used.input_tokens, used.output_tokens, used.cache_read_tokens, used.cache_write_tokens
         )
-    redactor = ctx.redactor.with_secrets(task.secrets)
+    redactor = ctx.redactor.with_secrets((*task.secrets, *sandbox.secrets))
     status: Status
     try:
         status, kind, reason = await _run(task, llm, ctx, resume, state, redactor)
@@ -317,6 +318,8 @@ def _open_log(
     for line in state.early_warnings:
         state.log.warning(line)
     state.early_warnings.clear()
+    proxy = state.sandbox.proxy if state.sandbox else None  # its `network` events, from now on
+    log_network(proxy, state.log, lambda: state.budget.turns, lambda x: _warn(ctx, redactor, x))
 
 
 async def _converse(
