@@ -180,8 +180,12 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sandbox", choices=["auto", "required", "off"], help="mode of every task")
     parser.add_argument("--sandbox-backend", choices=["auto", "bwrap", "landlock", "none"])
     parser.add_argument("--tool-mode", choices=["xml", "native", "auto"], help="for every task")
+    parser.add_argument("--min-pass-rate", type=float, default=1.0, metavar="R", help=_RATE)
     parser.add_argument("-q", "--quiet", action="store_true", help="failures and summary only")
     parser.add_argument("-v", "--verbose", action="store_true", help="a line per turn; transcripts")
+
+
+_RATE = "a repeated task passes when this share of its samples pass (default 1: all)"
 
 
 def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -191,6 +195,7 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     run.add_argument("paths", nargs="+", metavar="PATH")
     _run_options(run)
     run.add_argument("--jobs", type=int, metavar="N", help="tasks run at once")
+    run.add_argument("--repeat", type=int, metavar="K", help="run each task K times, as samples")
     run.add_argument("--shard", metavar="K/N", help="run only shard K of N (1-based)")
     run.add_argument("--filter", action="append", metavar="GLOB", help="task names to run")
     _add_params(run, "set a declared param (repeatable)")
@@ -369,6 +374,8 @@ def _settings_and_options(args: argparse.Namespace) -> tuple[Any, Any]:
         fail_fast=getattr(args, "fail_fast", False),
         isolation=getattr(args, "isolation", None),
         keep_worktrees=getattr(args, "keep_worktrees", False),
+        repeat=getattr(args, "repeat", None),
+        min_pass_rate=args.min_pass_rate,
     )
     return settings, options
 
@@ -377,14 +384,8 @@ def _run(args: argparse.Namespace) -> int:
     from runner.run import run_tasks
 
     settings, options = _settings_and_options(args)
-    return run_tasks(
-        args.paths,
-        parse_params(args.param),
-        (args.filter, args.shard),
-        args.model,
-        settings,
-        options,
-    )
+    selection = (args.filter, args.shard)
+    return run_tasks(args.paths, parse_params(args.param), selection, args.model, settings, options)
 
 
 def _resume(args: argparse.Namespace) -> int:

@@ -35,7 +35,15 @@ from runner.report import (
     write_summary_json,
 )
 from runner.run.agents import close_agent_models
-from runner.run.plan import Job, RunOptions, load_selected_tasks, prepare_jobs, select_tasks
+from runner.run.plan import (
+    Job,
+    RunOptions,
+    expand_samples,
+    load_selected_tasks,
+    prepare_jobs,
+    select_tasks,
+    shard_samples,
+)
 from runner.run.resume import resumed_jobs
 from runner.run.session import RunContext, check_isolation, run_in_isolation, run_task
 from runner.run.telemetry import (
@@ -61,7 +69,9 @@ def run_tasks(
 ) -> int:
     """The `run` command; `selection` is (`--filter` globs, `--shard`)."""
     tasks = load_selected_tasks(paths, params, settings)
-    tasks = select_tasks(tasks, *selection)
+    tasks = select_tasks(tasks, selection[0], None)
+    tasks = expand_samples(tasks, options.repeat, options.isolation, environ())  # DESIGN 22
+    tasks = shard_samples(tasks, selection[1])
     jobs = prepare_jobs(tasks, settings, model)
     return execute(jobs, settings, options)
 
@@ -127,9 +137,10 @@ def _execute(jobs: list[Job], settings: Settings, options: RunOptions, watchdog:
         runner_version=__version__,
         model=", ".join(models),
         outcomes=outcomes,
-        exit_code=exit_code_of(outcomes),
+        exit_code=exit_code_of(outcomes, options.min_pass_rate),
         out_dir=options.out,
         junit_path=junit,
+        min_pass_rate=options.min_pass_rate,
     )
     with watchdog.reporting():
         summary = _write_reports(summary, junit, redactor, console)
@@ -221,10 +232,10 @@ async def _run_all(
             job.started = True
             console.line(
                 task_started_line(
-                    job.task.name, f"{job.llm.provider}:{job.llm.model}", redactor=ctx.redactor
+                    job.task.label, f"{job.llm.provider}:{job.llm.model}", redactor=ctx.redactor
                 )
             )
-            async with ctx.progress.task(job.task.name):
+            async with ctx.progress.task(job.task.label):
                 run = run_in_isolation(
                     job.task,
                     lambda task: run_task(task, job.llm, ctx, job.resume),
@@ -235,7 +246,7 @@ async def _run_all(
                     parent=job.resume.worktree if job.resume else None,
                 )
                 outcome = await traced_task(job.task, job.llm, ctx.redactor, run)
-            results[index] = outcome
+            results[index] = outcome = _as_sample(outcome, job)
             _report_finished(outcome, console, ctx.redactor, github, options.verbose)
             if options.fail_fast and outcome.status != "passed":
                 stop.set()
@@ -262,9 +273,18 @@ async def _run_all(
     return outcomes
 
 
+def _as_sample(outcome: TaskOutcome, job: Job) -> TaskOutcome:
+    """The outcome with its task's sample index and K (DESIGN 22); as it is for a task run once."""
+    if not job.task.of:
+        return outcome
+    return dataclasses.replace(outcome, sample=job.task.sample, of=job.task.of)
+
+
 def _lost(job: Job, error: BaseException | None) -> TaskOutcome:
     """A task that ended without an outcome (a bug): reported as an internal error, not lost."""
     return TaskOutcome(
+        sample=job.task.sample,
+        of=job.task.of,
         name=job.task.name,
         task_file=job.task.file,
         status="error",
@@ -277,6 +297,8 @@ def _lost(job: Job, error: BaseException | None) -> TaskOutcome:
 
 def _not_started(job: Job, ctx: RunContext, reason: str | None = None) -> TaskOutcome:
     return TaskOutcome(
+        sample=job.task.sample,
+        of=job.task.of,
         name=job.task.name,
         task_file=job.task.file,
         status="interrupted",
@@ -336,6 +358,7 @@ def _write_stuck_reports(
         exit_code=ctx.signal_exit,
         out_dir=options.out,
         junit_path=junit,
+        min_pass_rate=options.min_pass_rate,
     )
     _write_reports(summary, junit, ctx.redactor, console)
     abandon_traces()  # the process exits next: send what the open spans say

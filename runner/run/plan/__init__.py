@@ -2,8 +2,9 @@
 
 `loading` finds and loads the task files and checks what needs no server (the config's
 extensions, prompt sections, skills and permission rules); `selection` applies `--filter` and
-`--shard`; `jobs` holds the run's options and makes one job per task, with its model and tool
-mode. `inspect` is the two commands that stop there: `validate` and `prompt`.
+`--shard`; `samples` makes a repeated task's samples (DESIGN 22) and shards them; `jobs` holds
+the run's options and makes one job per task, with its model and tool mode. `inspect` is the
+two commands that stop there: `validate` and `prompt`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from runner.run.plan.inspect import annotate_config_error, print_prompt, validate
 from runner.run.plan.jobs import Job, RunOptions, prepare_jobs
 from runner.run.plan.loading import check_sections, load_selected_tasks
+from runner.run.plan.samples import expand_samples, shard_samples, worst_case_cost
 from runner.run.plan.selection import parse_shard, select_tasks, shard_of
 
 __all__ = [
@@ -18,11 +20,14 @@ __all__ = [
     "RunOptions",
     "annotate_config_error",
     "check_sections",
+    "expand_samples",
     "load_selected_tasks",
     "parse_shard",
     "prepare_jobs",
     "print_prompt",
     "select_tasks",
     "shard_of",
+    "shard_samples",
     "validate",
+    "worst_case_cost",
 ]
