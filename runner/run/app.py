@@ -44,7 +44,7 @@ from runner.run.plan import (
     select_tasks,
     shard_samples,
 )
-from runner.run.resume import resumed_jobs
+from runner.run.resume import passed_samples, resumed_jobs
 from runner.run.session import RunContext, check_isolation, run_in_isolation, run_task
 from runner.run.telemetry import (
     Progress,
@@ -84,11 +84,15 @@ def resume_sessions(
     if not jobs:
         print("nothing to resume: every session there passed", file=sys.stderr)
         return 0
-    return execute(jobs, settings, options)
+    # A repeated task is reported over all its samples: those that passed before, from their logs.
+    return execute(jobs, settings, options, passed_samples(paths, jobs))
 
 
-def execute(jobs: list[Job], settings: Settings, options: RunOptions) -> int:
-    """Run the jobs, write the reports, return the run's exit code."""
+def execute(
+    jobs: list[Job], settings: Settings, options: RunOptions, carried: Sequence[TaskOutcome] = ()
+) -> int:
+    """Run the jobs, write the reports, return the run's exit code; `carried` outcomes (samples
+    that passed in an earlier run) are reported with the jobs'."""
     codes = {signal.SIGINT: ExitCode.SIGINT, signal.SIGTERM: ExitCode.SIGTERM}
     parents = [(job.task, job.resume.worktree if job.resume else None) for job in jobs]
     check_isolation(parents, settings.jobs, options.isolation, environ())
@@ -96,10 +100,16 @@ def execute(jobs: list[Job], settings: Settings, options: RunOptions) -> int:
         Watchdog(settings.shutdown_grace_s, codes) as watchdog,
         traced_run(environ(), len(jobs)) as trace,
     ):
-        return trace.finish(_execute(jobs, settings, options, watchdog))
+        return trace.finish(_execute(jobs, settings, options, watchdog, carried))
 
 
-def _execute(jobs: list[Job], settings: Settings, options: RunOptions, watchdog: Watchdog) -> int:
+def _execute(
+    jobs: list[Job],
+    settings: Settings,
+    options: RunOptions,
+    watchdog: Watchdog,
+    carried: Sequence[TaskOutcome] = (),
+) -> int:
     env = environ()
     secrets = settings.named_secrets()
     for job in jobs:
@@ -130,6 +140,8 @@ def _execute(jobs: list[Job], settings: Settings, options: RunOptions, watchdog:
     outcomes = asyncio.run(
         _run_all(jobs, ctx, settings.jobs, options, console, github is not None, results, watchdog)
     )
+    if carried:  # a resumed repeated task: its samples side by side, in order
+        outcomes = sorted([*carried, *outcomes], key=lambda o: (o.name, o.sample))
     junit = options.junit or options.out / "junit.xml"
     models = sorted({o.model for o in outcomes})
     summary = RunSummary(
