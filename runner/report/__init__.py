@@ -24,7 +24,14 @@ from runner.report.github import (
     write_outputs,
     write_step_summary,
 )
-from runner.report.repeats import MAX_REPEAT, Verdict, pass_at_k, pass_hat_k, verdicts
+from runner.report.repeats import (
+    MAX_REPEAT,
+    Verdict,
+    pass_at_k,
+    pass_hat_k,
+    verdict_lost,
+    verdicts,
+)
 from runner.report.results import result_file_name, write_results
 from runner.report.summary import (
     EXIT_CODE_MEANINGS,
@@ -64,6 +71,7 @@ __all__ = [
     "summary_text",
     "task_finished_line",
     "task_started_line",
+    "verdict_lost",
     "verdicts",
     "write_outputs",
     "write_results",

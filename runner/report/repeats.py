@@ -13,13 +13,21 @@ so every report can go through `verdicts`. Nothing here reads files or the envir
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 from runner.errors import ConfigError, ExitCode, worst_exit_code
-from runner.outcome import RunSummary, Status, TaskOutcome, Totals, meets_rate, sample_groups
+from runner.outcome import (
+    RunSummary,
+    Status,
+    TaskOutcome,
+    Totals,
+    meets_rate,
+    passes_rate,
+    sample_groups,
+)
 
 __all__ = [
     "Spread",
@@ -30,6 +38,7 @@ __all__ = [
     "run_exit_code",
     "sample_key",
     "verdict_json",
+    "verdict_lost",
     "verdict_of",
     "verdict_properties",
     "verdicts",
@@ -152,6 +161,17 @@ def verdict_of(name: str, file: str, samples: list[TaskOutcome], min_pass_rate: 
         duration_s=Spread.of([o.totals.duration_s for o in samples]),
         session_ids=tuple(o.session_id for o in samples if o.session_id),
     )
+
+
+def verdict_lost(outcome: TaskOutcome, done: Iterable[TaskOutcome], min_pass_rate: float) -> bool:
+    """Whether `outcome`, which did not pass, decides that its task fails: always for a task run
+    once; for a sample, when its task's samples that did not pass in `done` (it among them)
+    leave too few to reach the rate (what `--fail-fast` stops at)."""
+    if not outcome.of:
+        return True
+    same = {o.sample for o in done if o.of and o.name == outcome.name and o.status != "passed"}
+    failures = len(same | {outcome.sample})
+    return not passes_rate(outcome.of - failures, outcome.of, min_pass_rate)
 
 
 def run_exit_code(outcomes: list[TaskOutcome], min_pass_rate: float = 1.0) -> ExitCode:

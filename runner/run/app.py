@@ -29,6 +29,7 @@ from runner.report import (
     summary_text,
     task_finished_line,
     task_started_line,
+    verdict_lost,
     write_outputs,
     write_results,
     write_step_summary,
@@ -236,6 +237,7 @@ async def _run_all(
 ) -> list[TaskOutcome]:
     limiter = asyncio.Semaphore(concurrency)
     stop = asyncio.Event()
+    rate = options.min_pass_rate
 
     async def one(index: int, job: Job) -> None:
         async with limiter:
@@ -260,7 +262,9 @@ async def _run_all(
                 outcome = await traced_task(job.task, job.llm, ctx.redactor, run)
             results[index] = outcome = _as_sample(outcome, job)
             _report_finished(outcome, console, ctx.redactor, github, options.verbose)
-            if options.fail_fast and outcome.status != "passed":
+            failed = outcome.status != "passed"
+            # A failed sample stops the run only once its task can no longer pass.
+            if options.fail_fast and failed and verdict_lost(outcome, results.values(), rate):
                 stop.set()
 
     loop = asyncio.get_running_loop()

@@ -12,7 +12,9 @@ import pytest
 
 from runner.errors import ConfigError, ExitCode
 from runner.outcome import TaskOutcome
-from runner.report import merge_summaries, pass_at_k, pass_hat_k, verdicts
+from runner.redact import Redactor
+from runner.report import merge_summaries, pass_at_k, pass_hat_k, verdict_lost, verdicts
+from runner.report.github import step_summary_markdown
 from runner.report.junit_repeats import sample_of
 from runner.report.summary import summary_json
 from tests.report.samples import outcome, summary_of
@@ -105,3 +107,18 @@ def test_merge_refuses_a_summary_that_claims_too_many_samples(tmp_path: Path) ->
 )
 def test_a_sample_testcase_is_named_task_i_of_k(name: str, found: Any) -> None:
     assert sample_of(name) == found
+
+
+def test_fail_fast_stops_at_a_failed_sample_only_once_its_task_cannot_pass() -> None:
+    first, second, _ = samples("ffp")  # K = 3; at 0.5, two passes are needed
+    assert not verdict_lost(first, [], 0.3)
+    assert verdict_lost(second, [first], 0.5)
+    assert verdict_lost(first, [], 1.0)
+    assert verdict_lost(outcome("single", "failed"), [], 0.0)
+
+
+def test_the_step_summary_has_a_table_of_the_repeated_tasks() -> None:
+    summary = dataclasses.replace(summary_of(samples("pfp")), min_pass_rate=0.5)
+    text = step_summary_markdown(summary, Redactor(), 1 << 20)
+    assert "| r [2/3] |" in text
+    assert "| r | ✅ 2/3 | 0.67 | @1 0.67, @3 1.00 | ^1 0.67, ^3 0.00 |" in text
