@@ -12,7 +12,12 @@ from __future__ import annotations
 from runner.run.plan.inspect import annotate_config_error, print_prompt, validate
 from runner.run.plan.jobs import Job, RunOptions, prepare_jobs
 from runner.run.plan.loading import check_sections, load_selected_tasks
-from runner.run.plan.samples import expand_samples, shard_samples, worst_case_cost
+from runner.run.plan.samples import (
+    expand_samples,
+    shard_samples,
+    worst_case_cost,
+    worst_case_line,
+)
 from runner.run.plan.selection import parse_shard, select_tasks, shard_of
 
 __all__ = [
@@ -30,4 +35,5 @@ __all__ = [
     "shard_samples",
     "validate",
     "worst_case_cost",
+    "worst_case_line",
 ]

@@ -19,7 +19,7 @@ from runner.run.plan.selection import parse_shard, shard_of
 from runner.run.session import repository_of, write_reason
 from runner.task import Task
 
-__all__ = ["expand_samples", "shard_samples", "worst_case_cost"]
+__all__ = ["expand_samples", "shard_samples", "worst_case_cost", "worst_case_line"]
 
 
 def expand_samples(
@@ -75,3 +75,18 @@ def worst_case_cost(tasks: Sequence[Task], repeat: int | None = None) -> float |
             return None
         total += cap * (repeat if repeat is not None else task.spec.repeat)
     return total
+
+
+def worst_case_line(tasks: Sequence[Task], repeat: int | None = None) -> str:
+    """What `list --repeat K` prints under the tasks: the samples, and the most they may cost
+    (every sample spending its cost limit), or which tasks leave the cost unbounded."""
+    samples = sum(repeat if repeat is not None else t.spec.repeat for t in tasks)
+    cost = worst_case_cost(tasks, repeat)
+    if cost is not None:
+        return f"{samples} sample(s); worst case ${cost:.2f} (each at its limits.max_cost_usd)"
+    free = [t.name for t in tasks if t.spec.limits.max_cost_usd is None]
+    shown = ", ".join(free[:5]) + (f" and {len(free) - 5} more" if len(free) > 5 else "")
+    return (
+        f"{samples} sample(s); worst case unbounded: {shown} set no limits.max_cost_usd "
+        "(set one, or cap the run with --max-cost-usd)"
+    )

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from runner.errors import ConfigError
-from runner.run.plan import expand_samples, shard_samples, worst_case_cost
+from runner.run.plan import expand_samples, shard_samples, worst_case_cost, worst_case_line
 from runner.run.session import check_isolation
 from runner.task import Task, load_tasks
 
@@ -87,3 +87,7 @@ def test_the_worst_case_cost_is_every_sample_spending_its_cost_limit(tmp_path: P
     assert worst_case_cost([a, b], repeat=10) == pytest.approx(10.0)
     (free,) = tasks(tmp_path, {"name": "f", **READ_ONLY})
     assert worst_case_cost([a, free]) is None
+    assert worst_case_line([a, b], repeat=10) == (
+        "20 sample(s); worst case $10.00 (each at its limits.max_cost_usd)"
+    )
+    assert "unbounded: f set no limits.max_cost_usd" in worst_case_line([a, free], repeat=3)
