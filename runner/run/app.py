@@ -45,7 +45,7 @@ from runner.run.plan import (
     select_tasks,
     shard_samples,
 )
-from runner.run.resume import passed_samples, resumed_jobs
+from runner.run.resume import other_samples, resumed_jobs
 from runner.run.session import RunContext, check_isolation, run_in_isolation, run_task
 from runner.run.telemetry import (
     Progress,
@@ -85,15 +85,15 @@ def resume_sessions(
     if not jobs:
         print("nothing to resume: every session there passed", file=sys.stderr)
         return 0
-    # A repeated task is reported over all its samples: those that passed before, from their logs.
-    return execute(jobs, settings, options, passed_samples(paths, jobs))
+    # A repeated task is reported over all K: the samples not run again, as their logs ended.
+    return execute(jobs, settings, options, other_samples(paths, jobs))
 
 
 def execute(
     jobs: list[Job], settings: Settings, options: RunOptions, carried: Sequence[TaskOutcome] = ()
 ) -> int:
     """Run the jobs, write the reports, return the run's exit code; `carried` outcomes (samples
-    that passed in an earlier run) are reported with the jobs'."""
+    of an earlier run that do not run again) are reported with the jobs'."""
     codes = {signal.SIGINT: ExitCode.SIGINT, signal.SIGTERM: ExitCode.SIGTERM}
     parents = [(job.task, job.resume.worktree if job.resume else None) for job in jobs]
     check_isolation(parents, settings.jobs, options.isolation, environ())

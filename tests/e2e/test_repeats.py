@@ -196,3 +196,20 @@ def test_resume_runs_only_the_failed_samples_and_reports_the_task_over_all_k(
     assert (verdict["passes"], verdict["samples"], verdict["status"]) == (5, 5, "passed")
     resumed = [r for r in done.logs() if r.parent_id]
     assert sorted(r.header["sample"] for r in resumed) == [1, 3, 5]
+
+
+def test_resuming_one_sample_log_reports_its_task_over_the_samples_beside_it(
+    runs: dict[str, Done], tmp_path: Path
+) -> None:
+    shutil.copytree(runs["flag"].root, tmp_path / "run")
+    first = next(r for r in runs["flag"].logs() if r.header["sample"] == 1)
+    log = f"OUT/sessions/{first.path.name}"
+    resume = Scenario(default=complete("PASS"), args=["resume", log, "--out", "OUT"])
+    done = run_one(resume, tmp_path)
+    assert done.code == 1, done.explain()  # 3 of 5 pass now; every sample must
+    assert len(done.requests) == 1
+    summary = done.summary()
+    assert [(t["sample"], t["status"]) for t in summary["tasks"]] == [
+        (1, "passed"), (2, "passed"), (3, "failed"), (4, "passed"), (5, "failed")
+    ]  # fmt: skip
+    assert summary["repeats"][0]["passes"] == 3

@@ -3,12 +3,12 @@
 `jobs` turns each log into a job for the run (`runner.run.app.execute`): the point it picks up
 from and its limits; `task` rebuilds the task it runs from the task file in this checkout, never
 from what the log header claims (unless `--from-log`, said plainly); `samples` keeps a resumed
-sample of a repeated task that sample, and brings the task's passed samples into the report.
+sample of a repeated task that sample, and brings the task's other samples into the report.
 """
 
 from __future__ import annotations
 
 from runner.run.resume.jobs import default_message, resumed_jobs
-from runner.run.resume.samples import passed_samples
+from runner.run.resume.samples import other_samples
 
-__all__ = ["default_message", "passed_samples", "resumed_jobs"]
+__all__ = ["default_message", "other_samples", "resumed_jobs"]
