@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from runner.outcome import TaskOutcome
 from runner.redact import Redactor
 from runner.report import merge_summaries, pass_at_k, pass_hat_k, verdict_lost, verdicts
 from runner.report.github import step_summary_markdown
+from runner.report.junit import merge_junit, write_junit
 from runner.report.junit_repeats import sample_of
 from runner.report.summary import summary_json
 from tests.report.samples import outcome, summary_of
@@ -122,3 +124,19 @@ def test_the_step_summary_has_a_table_of_the_repeated_tasks() -> None:
     text = step_summary_markdown(summary, Redactor(), 1 << 20)
     assert "| r [2/3] |" in text
     assert "| r | ✅ 2/3 | 0.67 | @1 0.67, @3 1.00 | ^1 0.67, ^3 0.00 |" in text
+
+
+def test_merged_junit_recounts_a_tasks_samples_once_each_across_shards(tmp_path: Path) -> None:
+    outcomes = samples("pffp")
+    shards = [outcomes[:2], outcomes[2:], outcomes[1:2]]  # the last: a re-run of sample 2
+    paths = []
+    for number, part in enumerate(shards):
+        path = tmp_path / f"{number}.xml"
+        write_junit(summary_of(part, exit_code=ExitCode.FAILED), path, Redactor())
+        paths.append(path)
+    merge_junit(paths, tmp_path / "merged.xml")
+    root = ET.parse(tmp_path / "merged.xml").getroot()
+    for suite in root.findall("testsuite"):
+        props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+        assert (props["repeat.r.passes"], props["repeat.r.samples"]) == ("2", "4")
+        assert props["repeat.r.pass@2"] == f"{1 - 1 / 6:.6f}"  # 1 - C(2, 2) / C(4, 2)
