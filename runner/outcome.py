@@ -8,7 +8,16 @@ from typing import Any, Literal
 
 from runner.errors import ExitCode
 
-__all__ = ["RunSummary", "SandboxRecord", "Status", "TaskOutcome", "Totals"]
+__all__ = [
+    "RunSummary",
+    "SandboxRecord",
+    "Status",
+    "TaskOutcome",
+    "Totals",
+    "meets_rate",
+    "passes_rate",
+    "sample_groups",
+]
 
 Status = Literal["passed", "failed", "budget_exceeded", "error", "interrupted"]
 """How a task ended; the same words as the session log's `end` event."""
@@ -162,6 +171,15 @@ class TaskOutcome:
     """`isolation: worktree`: the task's change, `<out>/patches/<task>.patch` (None: no change)."""
     worktree: Path | None = None
     """`isolation: worktree` with `--keep-worktrees`: the worktree, left in place."""
+    sample: int = 0
+    """A sample of a repeated task (DESIGN 22): which one, from 1; 0 for a task run once."""
+    of: int = 0
+    """A sample of a repeated task: how many samples the task has; 0 for a task run once."""
+
+    @property
+    def label(self) -> str:
+        """The name as reports show it: `name [i/K]` for a sample of a repeated task."""
+        return f"{self.name} [{self.sample}/{self.of}]" if self.of else self.name
 
 
 @dataclass(frozen=True)
@@ -175,6 +193,13 @@ class RunSummary:
     exit_code: ExitCode
     out_dir: Path
     junit_path: Path | None = None
+    min_pass_rate: float = 1.0
+    """`--min-pass-rate`: the share of a repeated task's samples that must pass (DESIGN 22)."""
+
+    @property
+    def tasks(self) -> int:
+        """Tasks run: a repeated task counts once, however many samples it has."""
+        return sum(1 for o in self.outcomes if not o.of) + len(sample_groups(self.outcomes))
 
     @property
     def totals(self) -> Totals:
@@ -185,8 +210,35 @@ class RunSummary:
 
     @property
     def passed(self) -> int:
-        return sum(1 for o in self.outcomes if o.status == "passed")
+        """Tasks that passed: a repeated task by its pass rate (`runner.report.repeats`)."""
+        single = sum(1 for o in self.outcomes if not o.of and o.status == "passed")
+        groups = sample_groups(self.outcomes).values()
+        return single + sum(1 for g in groups if meets_rate(g, self.min_pass_rate))
 
     @property
     def failed(self) -> int:
-        return len(self.outcomes) - self.passed
+        return self.tasks - self.passed
+
+
+def sample_groups(outcomes: list[TaskOutcome]) -> dict[tuple[str, str], list[TaskOutcome]]:
+    """The samples of each repeated task by (name, task file), one outcome per sample index
+    (a later outcome of the same index, as a resumed sample's, wins), in sample order."""
+    groups: dict[tuple[str, str], dict[int, TaskOutcome]] = {}
+    for outcome in outcomes:
+        if outcome.of:
+            groups.setdefault((outcome.name, str(outcome.task_file)), {})[outcome.sample] = outcome
+    return {key: [found[i] for i in sorted(found)] for key, found in groups.items()}
+
+
+def meets_rate(samples: list[TaskOutcome], min_pass_rate: float) -> bool:
+    """Whether the samples that passed reach `min_pass_rate` of the task's K (`of`); a sample
+    that never ran counts as not passed."""
+    of = max((o.of for o in samples), default=0)
+    passes = sum(1 for o in samples if o.status == "passed")
+    return passes_rate(passes, of, min_pass_rate)
+
+
+def passes_rate(passes: int, samples: int, min_pass_rate: float) -> bool:
+    """Whether `passes` out of `samples` reach the rate, compared in whole numbers so that 3/5
+    meets 0.6 whatever the float rounding."""
+    return passes * 1_000_000 >= round(min_pass_rate * 1_000_000) * samples

@@ -79,6 +79,8 @@ def settings_and_options(args: argparse.Namespace) -> tuple[Settings, RunOptions
         overrides=task_overrides,
         events=args.events,
         result_file=args.result_file,
+        repeat=getattr(args, "repeat", None),
+        min_pass_rate=args.min_pass_rate,
     )
     return settings, options
 

@@ -24,6 +24,14 @@ from runner.report.github import (
     write_outputs,
     write_step_summary,
 )
+from runner.report.repeats import (
+    MAX_REPEAT,
+    Verdict,
+    pass_at_k,
+    pass_hat_k,
+    verdict_lost,
+    verdicts,
+)
 from runner.report.results import result_file_name, write_result_file, write_results
 from runner.report.summary import (
     EXIT_CODE_MEANINGS,
@@ -40,8 +48,10 @@ from runner.report.summary import (
 
 __all__ = [
     "EXIT_CODE_MEANINGS",
+    "MAX_REPEAT",
     "SUMMARY_VERSION",
     "GitHubActions",
+    "Verdict",
     "add_mask_lines",
     "config_error_annotations",
     "check_output_block",
@@ -54,11 +64,15 @@ __all__ = [
     "group_end",
     "group_start",
     "merge_summaries",
+    "pass_at_k",
+    "pass_hat_k",
     "result_file_name",
     "summary_json",
     "summary_text",
     "task_finished_line",
     "task_started_line",
+    "verdict_lost",
+    "verdicts",
     "write_outputs",
     "write_result_file",
     "write_results",

@@ -17,6 +17,8 @@ from runner.atomic import write_text_atomic
 from runner.errors import ConfigError
 from runner.outcome import RunSummary, TaskOutcome
 from runner.redact import Redactor
+from runner.report.junit_repeats import recombine_junit
+from runner.report.repeats import verdict_properties, verdicts
 from runner.report.summary import display_path, format_cost, one_line
 
 __all__ = ["junit_text", "merge_junit", "run_properties", "task_facts", "write_junit"]
@@ -36,7 +38,7 @@ def run_properties(summary: RunSummary) -> dict[str, str]:
         "run_id": summary.run_id,
         "model": summary.model,
         "exit_code": str(int(summary.exit_code)),
-        "tasks": str(len(summary.outcomes)),
+        "tasks": str(summary.tasks),
         "passed": str(summary.passed),
         "failed": str(summary.failed),
         "turns": str(totals.turns),
@@ -102,7 +104,7 @@ def _test_case(outcome: TaskOutcome, redactor: Redactor) -> TestCase:
     if outcome.result:
         stdout = f"{outcome.result}\n\n{stdout}"
     case = TestCase(
-        name=text(outcome.name),
+        name=text(outcome.label),  # a sample: `task [i/K]`
         classname=text(outcome.task_file.stem),
         elapsed_sec=round(outcome.totals.duration_s, 3),
         stdout=text(stdout),
@@ -131,13 +133,23 @@ def junit_text(summary: RunSummary, redactor: Redactor) -> str:
         TestSuite(
             name=redactor.text(name),
             test_cases=[_test_case(o, redactor) for o in outcomes],
-            properties=properties,
+            properties={**properties, **_verdict_properties(outcomes, summary, redactor)},
         )
         for name, outcomes in by_file.items()
     ]
     text: str = to_xml_report_string(suites, prettyprint=True, encoding="utf-8")
     # junit_xml writes the summed times as Python prints floats (0.8999999999999999).
     return _SUITE_TIME.sub(lambda m: f"{m[1]}{_seconds(float(m[2]))}{m[3]}", text)
+
+
+def _verdict_properties(
+    outcomes: list[TaskOutcome], summary: RunSummary, redactor: Redactor
+) -> dict[str, str]:
+    """The verdicts of the suite's repeated tasks (DESIGN 22), as `repeat.<task>.*` properties."""
+    found: dict[str, str] = {}
+    for verdict in verdicts(outcomes, summary.min_pass_rate):
+        found.update(verdict_properties(verdict))
+    return {redactor.text(k): redactor.text(v) for k, v in found.items()}
 
 
 def write_junit(summary: RunSummary, path: Path, redactor: Redactor) -> None:
@@ -209,6 +221,7 @@ def merge_junit(inputs: list[Path], out: Path) -> None:
             suite.set("time", _seconds(suite_time))  # a shard written before the rounding
         time += suite_time
         root.append(suite)
+    recombine_junit(root)  # samples of one task across shards: one verdict (DESIGN 22)
     root.set("disabled", str(disabled))
     root.set("errors", str(errors))
     root.set("failures", str(failures))

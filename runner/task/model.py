@@ -148,6 +148,8 @@ class TaskSpec(_Strict):
     """Sub-agents the task may start with the `sub_agent` tool (runner.task.agents)."""
     sandbox: SandboxSettings = SandboxSettings()
     """How commands, hooks and the check are confined; keys set here override the config's."""
+    repeat: int = Field(1, ge=1, le=1000)  # runner.report.repeats.MAX_REPEAT
+    """Run the task this many times, as samples with a pass rate (DESIGN 22); `--repeat` wins."""
     check_env: list[str] = Field(default_factory=list)
     """Names of the runner's environment variables the success check and the hooks get, beyond
     the minimal environment that commands get."""

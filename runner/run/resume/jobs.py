@@ -18,6 +18,7 @@ from runner.outcome import Totals
 from runner.redact import Redactor
 from runner.run.agents import settled_agent_calls
 from runner.run.plan import Job, RunOptions, prepare_jobs
+from runner.run.resume.samples import with_logged_sample
 from runner.run.resume.task import check_header_names, resumed_task
 from runner.run.session import Located, ResumePoint, locate_in_checkout, parent_worktree
 from runner.run.turn import answer_open_calls, logged_tool_mode
@@ -71,6 +72,7 @@ def resumed_jobs(
             workdir=workdir,
             say=say,
         )
+        task = with_logged_sample(task, record.header, log)  # a sample stays that sample
         say(_paths_line(log, located, task, task.file.is_file()))
         task = options.overrides.apply(task)
         model = args.model or str(record.header.get("model") or "") or None

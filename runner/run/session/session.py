@@ -253,7 +253,7 @@ async def _run(
         policy=task.spec.tools,
         workdir=task.workdir,
         # A folder name cannot be masked once written: no secret of the task name in it.
-        artifacts_dir=ctx.out_dir / "mcp-logs" / redactor.text(task.name).replace("*", "_"),
+        artifacts_dir=ctx.out_dir / "mcp-logs" / _logs_name(task, redactor),
         startup_timeout_s=settings.mcp_startup_timeout_s,
         default_tool_timeout_s=tool_timeout,
         base_env=ctx.env,
@@ -428,6 +428,11 @@ async def _converse(
         report = await wind_down.final_report(limit, llm, system, messages, log, cost_of, ctx.say)
         state.completion = report or state.completion
         raise
+
+
+def _logs_name(task: Task, redactor: Redactor) -> str:
+    """The MCP logs' folder: the task's name (a sample's with `.i`), no secret in it."""
+    return redactor.text(task.name).replace("*", "_") + (f".{task.sample}" if task.of else "")
 
 
 def _warn(ctx: RunContext, redactor: Redactor, line: str) -> None:
