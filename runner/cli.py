@@ -180,6 +180,7 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sandbox", choices=["auto", "required", "off"], help="mode of every task")
     parser.add_argument("--sandbox-backend", choices=["auto", "bwrap", "landlock", "none"])
     parser.add_argument("--tool-mode", choices=["xml", "native", "auto"], help="for every task")
+    parser.add_argument("--fail-on", choices=["error", "warning", "note", "never"], help="findings")
     parser.add_argument("-q", "--quiet", action="store_true", help="failures and summary only")
     parser.add_argument("-v", "--verbose", action="store_true", help="a line per turn; transcripts")
 
@@ -291,10 +292,8 @@ def _add_report(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     sub = report.add_subparsers(title="report commands", metavar="COMMAND")
     merge = sub.add_parser(
         "merge",
-        help="merge shard JUnit files (and their summary.json) into one",
-        description="Merge JUnit XML files from shards into one. With --summary, also merge "
-        "the shards' summary.json files (written to summary.json beside OUT unless "
-        "--summary-output says otherwise).",
+        help="merge shard JUnit files (and their summary.json, findings.sarif, review.json)",
+        description="Merge shard JUnit files, and the findings.sarif and review.json by them.",
     )
     merge.add_argument("inputs", nargs="+", type=Path, metavar="JUNIT")
     merge.add_argument("-o", "--output", type=Path, required=True, metavar="OUT")
@@ -358,6 +357,7 @@ def _settings_and_options(args: argparse.Namespace) -> tuple[Any, Any]:
         "sandbox_mode": args.sandbox,
         "sandbox_backend": args.sandbox_backend,
         "tool_mode": getattr(args, "tool_mode", None),
+        "fail_on": args.fail_on,
     }
     settings = load_settings(overrides, config_file=args.config)
     options = RunOptions(
@@ -439,10 +439,11 @@ def _log_export(args: argparse.Namespace) -> int:
 
 
 def _report_merge(args: argparse.Namespace) -> int:
-    from runner.report import merge_summaries
+    from runner.report import merge_findings, merge_summaries
     from runner.report.junit import merge_junit
 
     merge_junit(args.inputs, args.output)
+    merge_findings(args.inputs, args.output)  # DESIGN 21: the SARIF and review bodies beside
     if args.summary:
         summary_out = args.summary_output or args.output.with_name("summary.json")
         merge_summaries(args.summary, summary_out, junit=args.output)

@@ -13,7 +13,7 @@ from typing import Any
 
 from runner.atomic import write_text_atomic
 from runner.errors import ConfigError, ExitCode, worst_exit_code
-from runner.outcome import RunSummary, TaskOutcome, Totals
+from runner.outcome import RunSummary, TaskOutcome, Totals, finding_counts
 from runner.redact import Redactor
 
 __all__ = [
@@ -129,6 +129,17 @@ def _task_json(outcome: TaskOutcome) -> dict[str, Any]:
         "sandbox": outcome.sandbox.as_json() if outcome.sandbox else None,
         "patch": display_path(outcome.patch) if outcome.patch else None,
         "worktree": str(outcome.worktree) if outcome.worktree else None,
+        **_findings_json(outcome),
+    }
+
+
+def _findings_json(outcome: TaskOutcome) -> dict[str, Any]:
+    """`findings` and `finding_counts` (by severity) of a `findings:` task (DESIGN 21)."""
+    if outcome.findings is None:
+        return {}
+    return {
+        "findings": [finding.as_json() for finding in outcome.findings],
+        "finding_counts": finding_counts(outcome.findings),
     }
 
 

@@ -20,14 +20,19 @@ from runner.outcome import Status, TaskOutcome, Totals
 from runner.redact import Redactor
 from runner.run.agents import agent_executor, call_concurrency, offered_tools
 from runner.run.guard import (
+    FindingSink,
     HookRunner,
     TaskSandbox,
     end_hooks,
+    fail_on_of,
+    findings_gate,
     guarded,
+    report_finding_spec,
     start_hooks,
     task_sandbox,
     task_skills,
     tools_with_skills,
+    with_findings,
 )
 from runner.run.session.checks import structured_result
 from runner.run.session.child import run_child
@@ -118,6 +123,8 @@ class _State:
     children: list[str] = field(default_factory=list)
     sandbox: TaskSandbox | None = None
     """What confines the task's commands (runner.run.guard.sandboxing)."""
+    findings: FindingSink | None = None
+    """`findings:` tasks: what `report_finding` accepted (runner.run.guard.findings)."""
     """Session ids of the sub-agents the task started (runner.run.agents)."""
 
 
@@ -169,6 +176,10 @@ async def _run_task(
             with contextlib.suppress(LogWriteError):
                 state.log.warning(traceback.format_exc())
         ctx.say(redactor.text(traceback.format_exc()))
+    found = tuple(state.findings.findings) if state.findings else ()
+    gate = findings_gate(found, fail_on_of(task, ctx.settings.fail_on))
+    if status == "passed" and gate:  # DESIGN 21: a review gates the merge with exit 1
+        status, kind, reason, code = "failed", "findings", gate, ExitCode.FAILED
     totals = _totals(state)
     result = state.completion.result if state.completion else ""
     if status != "interrupted" and state.log is not None and not state.log.ended:
@@ -194,6 +205,7 @@ async def _run_task(
             structured_result(result, task.spec.success.expect) if status == "passed" else None
         ),
         child_sessions=tuple(state.children),
+        findings=None if task.spec.findings is None else found,
     )
 
 
@@ -251,13 +263,16 @@ async def _run(
         redactor=redactor,
         limits=McpLimits.from_settings(settings),
     )
+    if task.spec.findings is not None:
+        state.findings = FindingSink(task.workdir, redactor.text, turn=lambda: state.budget.turns)
     try:
         if state.sandbox is not None and state.sandbox.error is not None:
             raise state.sandbox.error  # before any server starts or the model is called
         async with hub:  # stops every server on the way out, cancellation included
             skills = task_skills(task)
             own = tools_with_skills(task, hub.tools, hub.allowed_tools, skills)
-            tools = offered_tools(task, own)
+            own_tools = [*own, *([report_finding_spec()] if state.findings else [])]
+            tools = offered_tools(task, own_tools)
             check_tool_patterns(task, [*hub.tools, *tools])
             system = task_system_prompt(
                 task, settings, tools, ctx.env, mask=redactor.text, skills=skills
@@ -278,6 +293,9 @@ async def _run(
                 mask=redactor.text,
             )
             state.executor = guarded(task, hub, own, skills, state.hooks)
+            if state.findings is not None:
+                state.findings.log = state.log
+                state.executor = with_findings(task, state.executor, state.findings)
             # Everything imported and built so far lives for the whole run; the collector need not
             # walk it again. Without this, every full collection walks the SDKs' ~200k objects and
             # stalls a turn for over 100 ms.
