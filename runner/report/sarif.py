@@ -53,7 +53,7 @@ def _location(finding: Finding) -> dict[str, Any]:
     }
 
 
-def _result(finding: Finding, rules: dict[str, int]) -> dict[str, Any]:
+def _result(finding: Finding, rules: dict[str, int], occurrence: int) -> dict[str, Any]:
     rid = rule_id(finding.title)
     region = {"startLine": finding.line, "endLine": finding.end_line}
     result: dict[str, Any] = {
@@ -64,7 +64,8 @@ def _result(finding: Finding, rules: dict[str, int]) -> dict[str, Any]:
         "locations": [
             {"physicalLocation": {"artifactLocation": _location(finding), "region": region}}
         ],
-        "partialFingerprints": {FINGERPRINT_KEY: finding.fingerprint},
+        # As GitHub's own line hashes do: the same text found twice is told apart by its count.
+        "partialFingerprints": {FINGERPRINT_KEY: f"{finding.fingerprint}:{occurrence}"},
     }
     if finding.suggestion is not None:
         replacement = {"deletedRegion": region, "insertedContent": {"text": finding.suggestion}}
@@ -107,9 +108,21 @@ def _run(outcome: TaskOutcome, version: str) -> dict[str, Any]:
         # Code scanning keeps one set of alerts per category: one category per task.
         "automationDetails": {"id": f"agent-runner/{outcome.name}/"},
         "columnKind": "unicodeCodePoints",
-        "results": [_result(finding, rules) for finding in findings],
+        "results": [
+            _result(f, rules, n) for f, n in zip(findings, _occurrences(findings), strict=True)
+        ],
         "properties": {"task": outcome.name, "status": outcome.status},
     }
+
+
+def _occurrences(findings: Sequence[Finding]) -> list[int]:
+    """For each finding, how many before it share its fingerprint, plus one."""
+    seen: dict[str, int] = {}
+    counts = []
+    for finding in findings:
+        seen[finding.fingerprint] = seen.get(finding.fingerprint, 0) + 1
+        counts.append(seen[finding.fingerprint])
+    return counts
 
 
 def sarif_document(outcomes: Sequence[TaskOutcome], version: str) -> dict[str, Any]:

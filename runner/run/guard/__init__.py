@@ -26,6 +26,7 @@ from runner.run.guard.findings import (
     fail_on_of,
     findings_gate,
     report_finding_spec,
+    with_config_findings,
     with_findings,
 )
 from runner.run.guard.hooks import HookRunner, stop_feedback
@@ -48,6 +49,7 @@ __all__ = [
     "task_sandbox",
     "task_skills",
     "tools_with_skills",
+    "with_config_findings",
     "with_config_hooks",
     "with_findings",
 ]

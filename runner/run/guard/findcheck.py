@@ -80,6 +80,8 @@ def _texts(arguments: Mapping[str, Any]) -> tuple[str, str, str | None] | str:
         return "Error: `title` is required: one short line naming the problem."
     if not isinstance(message, str) or not message.strip():
         return "Error: `message` is required: what is wrong and why."
+    if suggestion is not None and not isinstance(suggestion, str):
+        return "Error: `suggestion` must be text: the replacement for the lines."
     title = " ".join(title.split())  # one line: no line break reaches an annotation or rule name
     limits = FindingLimits
     for name, text, limit in (
@@ -89,8 +91,6 @@ def _texts(arguments: Mapping[str, Any]) -> tuple[str, str, str | None] | str:
     ):
         if len(text) > limit:
             return f"Error: `{name}` has {len(text)} characters; keep it under {limit}."
-    if suggestion is not None and not isinstance(suggestion, str):
-        return "Error: `suggestion` must be text: the replacement for the lines."
     return title, message.strip(), suggestion
 
 

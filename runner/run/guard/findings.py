@@ -7,6 +7,7 @@ executor wraps it: a child's findings land in the same `FindingSink`, its parent
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any, Protocol
 from runner.outcome import SEVERITIES, Finding
 from runner.run.guard.executor import Hub
 from runner.run.guard.findcheck import FindingLimits, check_finding, repository_root
-from runner.task import Task
+from runner.task import FindingsSpec, Task
 from runner.toolcall import ToolResult, ToolSpec
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "fail_on_of",
     "findings_gate",
     "report_finding_spec",
+    "with_config_findings",
     "with_findings",
 ]
 
@@ -103,7 +105,7 @@ class FindingSink:
         if isinstance(checked, str):
             return ToolResult(checked, is_error=True)
         for number, earlier in enumerate(self.findings, 1):
-            if earlier.fingerprint == checked.fingerprint:
+            if (earlier.fingerprint, earlier.line) == (checked.fingerprint, checked.line):
                 return ToolResult(
                     f"Error: this is finding {number} again (same title and lines); "
                     "it is recorded once.",
@@ -143,6 +145,19 @@ class FindingsTools:
 def with_findings(task: Task, inner: Hub, sink: FindingSink) -> Hub:
     """`inner`, serving `report_finding` too when the task asks for findings."""
     return inner if task.spec.findings is None else FindingsTools(inner, sink)
+
+
+def with_config_findings(tasks: list[Task], on: bool) -> list[Task]:
+    """The tasks, each asking for findings when the config file says `findings: true`."""
+    if not on:
+        return tasks
+    spec = FindingsSpec()
+    return [
+        task
+        if task.spec.findings is not None
+        else dataclasses.replace(task, spec=task.spec.model_copy(update={"findings": spec}))
+        for task in tasks
+    ]
 
 
 def fail_on_of(task: Task, override: str | None) -> str:
