@@ -238,3 +238,44 @@ def test_merged_shards_give_one_sarif_with_every_finding_once(
     assert [len(run["results"]) for run in merged["runs"]] == [3, 1]
     review = json.loads((out.parent / "review.json").read_text(encoding="utf-8"))
     assert len(review["comments"]) == 4
+
+
+def test_the_review_example_replays_with_no_key_and_gates_on_its_error(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    env = clean_env(tmp_path, {"GITHUB_ACTIONS": "true"})
+    assert not any("API_KEY" in name for name in env)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "runner",
+            "run",
+            "examples/tasks/review.yaml",
+            "--model",
+            "replay:examples/sessions/review.jsonl",
+            "--fail-on",
+            "error",
+            "--out",
+            str(out),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    document = json.loads((out / "findings.sarif").read_text(encoding="utf-8"))
+    jsonschema.Draft4Validator(SARIF_SCHEMA).validate(document)
+    uris = [
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        for r in document["runs"][0]["results"]
+    ]
+    assert uris == [
+        "examples/projects/calculator/calc.py",
+        "examples/projects/calculator/test_calc.py",
+    ]
+    assert "::error file=examples/projects/calculator/calc.py,line=6,endLine=6" in done.stdout
+    review = json.loads((out / "review.json").read_text(encoding="utf-8"))
+    assert "```suggestion\n" in review["comments"][0]["body"]
