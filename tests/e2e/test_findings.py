@@ -17,11 +17,13 @@ import pytest
 
 from tests.e2e.conftest import (
     REPO,
+    XSD_VALIDATOR,
     Done,
     Scenario,
     call,
     clean_env,
     complete,
+    junit_schema_problems,
     log_schema_errors,
     run_all,
 )
@@ -167,6 +169,8 @@ def test_the_gate_fails_the_task_and_names_its_top_findings(runs: dict[str, Done
     assert "calc.py:6" in (failure.get("message") or "")
     properties = {p.get("name"): p.get("value") for p in done.junit().iter("property")}
     assert properties["findings_error"] == "1"
+    if XSD_VALIDATOR.is_file():  # ../shared/junit beside the checkout
+        assert junit_schema_problems(done.out / "junit.xml") is None
 
 
 def test_annotations_point_at_the_lines_with_titles_escaped(runs: dict[str, Done]) -> None:
