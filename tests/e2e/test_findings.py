@@ -7,6 +7,7 @@ the shards' SARIF and reviews with every finding once."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +27,7 @@ from tests.e2e.conftest import (
     junit_schema_problems,
     log_schema_errors,
     run_all,
+    run_one,
 )
 from tests.fakes.model_server import reply
 from tests.fakes.native_wire import call as native_call
@@ -283,3 +285,29 @@ def test_the_review_example_replays_with_no_key_and_gates_on_its_error(tmp_path:
     assert "::error file=examples/projects/calculator/calc.py,line=6,endLine=6" in done.stdout
     review = json.loads((out / "review.json").read_text(encoding="utf-8"))
     assert "```suggestion\n" in review["comments"][0]["body"]
+
+
+def test_a_resumed_review_reports_its_parents_findings_too(
+    runs: dict[str, Done], tmp_path: Path
+) -> None:
+    shutil.copytree(runs["gated"].out, tmp_path / "run" / "OUT")
+    scenario = review_scenario("review", "--fail-on", "error")
+    scenario.steps = [complete("nothing more")]
+    scenario.args = [
+        "resume",
+        "OUT",
+        "--out",
+        "OUT2",
+        "--model",
+        "openai:gpt-4.1",
+        "--fail-on",
+        "error",
+    ]
+    done = run_one(scenario, tmp_path)
+    assert done.code == 1, done.explain()
+    summary = json.loads((done.root / "OUT2" / "summary.json").read_text(encoding="utf-8"))
+    (task,) = summary["tasks"]
+    assert task["kind"] == "findings"
+    assert task["finding_counts"] == {"error": 1, "warning": 1, "note": 1}
+    (run,) = json.loads((done.root / "OUT2" / "findings.sarif").read_text("utf-8"))["runs"]
+    assert len(run["results"]) == 3

@@ -23,11 +23,9 @@ from runner.run.guard.features import (
 from runner.run.guard.findings import (
     REPORT_FINDING,
     FindingSink,
-    fail_on_of,
     findings_gate,
     report_finding_spec,
     with_config_findings,
-    with_findings,
 )
 from runner.run.guard.hooks import HookRunner, stop_feedback
 from runner.run.guard.sandboxing import TaskSandbox, command_env, task_sandbox
@@ -39,7 +37,6 @@ __all__ = [
     "TaskSandbox",
     "command_env",
     "end_hooks",
-    "fail_on_of",
     "feature_problems",
     "findings_gate",
     "guarded",
@@ -51,5 +48,4 @@ __all__ = [
     "tools_with_skills",
     "with_config_findings",
     "with_config_hooks",
-    "with_findings",
 ]

@@ -27,7 +27,6 @@ __all__ = [
     "findings_gate",
     "report_finding_spec",
     "with_config_findings",
-    "with_findings",
 ]
 
 REPORT_FINDING = "report_finding"
@@ -78,16 +77,67 @@ class FindingLog(Protocol):
     def finding(self, finding: Finding, turn: int) -> None: ...
 
 
+class Resumed(Protocol):
+    """A resumed session's start (`runner.run.session.ResumePoint` fits)."""
+
+    @property
+    def findings(self) -> tuple[Finding, ...]: ...
+
+
 @dataclass
 class FindingSink:
-    """The findings of one task, its sub-agents' included, in the order they were accepted."""
+    """The findings of one task, its sub-agents' included, in the order they were accepted.
 
-    workdir: Path
-    mask: Callable[[str], str]
+    A task without `findings:` has a sink that is off (`workdir` None): it offers no tool, wraps
+    no executor, gates nothing and reports None, so a session needs no branch of its own.
+    """
+
+    workdir: Path | None
+    """The task's workdir; None when the task did not ask for findings."""
+    mask: Callable[[str], str] = str
     """Hides the task's secrets in what the agent wrote."""
     log: FindingLog | None = None
     turn: Callable[[], int] = lambda: 0
+    fail_on: str = "never"
+    """The task's own gate (`findings.fail_on`); `--fail-on` overrides it."""
     findings: list[Finding] = field(default_factory=list)
+
+    @classmethod
+    def of(
+        cls,
+        task: Task,
+        mask: Callable[[str], str],
+        turn: Callable[[], int],
+        resume: Resumed | None = None,
+    ) -> FindingSink:
+        """The task's sink; a resumed session starts with its parent's findings."""
+        if task.spec.findings is None:
+            return cls(None)
+        earlier = list(resume.findings) if resume is not None else []
+        return cls(task.workdir, mask, None, turn, fail_on_of(task, None), earlier)
+
+    def tools(self, own: Sequence[ToolSpec]) -> list[ToolSpec]:
+        """`own` plus `report_finding` when the task asked for findings."""
+        return [*own, report_finding_spec()] if self.workdir is not None else list(own)
+
+    def wrap(self, executor: Hub, log: FindingLog | None) -> Hub:
+        """`executor`, serving `report_finding` too (logged to `log`) when it is on."""
+        if self.workdir is None:
+            return executor
+        self.log = log
+        for finding in self.findings:
+            # A resumed session's log holds its parent's findings too: each log has them all.
+            if log is not None:
+                log.finding(finding, self.turn())
+        return FindingsTools(executor, self)
+
+    def gate(self, override: str | None) -> str | None:
+        """Why the findings fail the task (`--fail-on` is `override`), or None."""
+        return findings_gate(self.findings, override or self.fail_on)
+
+    def result(self) -> tuple[Finding, ...] | None:
+        """The findings for the task's outcome; None when the task did not ask for them."""
+        return tuple(self.findings) if self.workdir is not None else None
 
     def accept(self, arguments: dict[str, Any]) -> ToolResult:
         """Check one call; log and keep the finding, or say what to fix."""
@@ -101,6 +151,8 @@ class FindingSink:
             key: self.mask(value) if isinstance(value, str) else value
             for key, value in arguments.items()
         }
+        if self.workdir is None:  # not offered; a call anyway is refused like an unknown tool
+            return ToolResult(f"Error: no tool named {REPORT_FINDING!r} in this task.", True)
         checked = check_finding(masked, self.workdir, repository_root(self.workdir))
         if isinstance(checked, str):
             return ToolResult(checked, is_error=True)
@@ -140,11 +192,6 @@ class FindingsTools:
         if name != REPORT_FINDING:
             return await self._inner.call(name, arguments)
         return self.sink.accept(arguments)
-
-
-def with_findings(task: Task, inner: Hub, sink: FindingSink) -> Hub:
-    """`inner`, serving `report_finding` too when the task asks for findings."""
-    return inner if task.spec.findings is None else FindingsTools(inner, sink)
 
 
 def with_config_findings(tasks: list[Task], on: bool) -> list[Task]:

@@ -16,7 +16,7 @@ from typing import Any
 from runner.errors import ExitCode, RunnerError
 from runner.llm import LLM, Message, NativeResult, Usage, context_window_of, cost_usd
 from runner.mcp import McpHub, McpLimits
-from runner.outcome import Status, TaskOutcome, Totals
+from runner.outcome import Finding, Status, TaskOutcome, Totals
 from runner.redact import Redactor
 from runner.run.agents import agent_executor, call_concurrency, offered_tools
 from runner.run.guard import (
@@ -24,15 +24,11 @@ from runner.run.guard import (
     HookRunner,
     TaskSandbox,
     end_hooks,
-    fail_on_of,
-    findings_gate,
     guarded,
-    report_finding_spec,
     start_hooks,
     task_sandbox,
     task_skills,
     tools_with_skills,
-    with_findings,
 )
 from runner.run.session.checks import structured_result
 from runner.run.session.child import run_child
@@ -103,6 +99,8 @@ class ResumePoint:
     """The parent ran in a worktree: its `head` and `patch` (runner.run.session.isolation)."""
     results: tuple[NativeResult, ...] = ()
     """Native mode: results the appended message owes the parent's last calls."""
+    findings: tuple[Finding, ...] = ()
+    """The parent's findings (DESIGN 21): the resumed task reports them with its own."""
 
 
 @dataclass
@@ -123,8 +121,7 @@ class _State:
     children: list[str] = field(default_factory=list)
     sandbox: TaskSandbox | None = None
     """What confines the task's commands (runner.run.guard.sandboxing)."""
-    findings: FindingSink | None = None
-    """`findings:` tasks: what `report_finding` accepted (runner.run.guard.findings)."""
+    findings: FindingSink = field(default_factory=lambda: FindingSink(None))
     """Session ids of the sub-agents the task started (runner.run.agents)."""
 
 
@@ -155,6 +152,7 @@ async def _run_task(
             used.input_tokens, used.output_tokens, used.cache_read_tokens, used.cache_write_tokens
         )
     redactor = ctx.redactor.with_secrets(task.secrets)
+    state.findings = FindingSink.of(task, redactor.text, lambda: state.budget.turns, resume)
     status: Status
     try:
         status, kind, reason = await _run(task, llm, ctx, resume, state, redactor)
@@ -176,10 +174,8 @@ async def _run_task(
             with contextlib.suppress(LogWriteError):
                 state.log.warning(traceback.format_exc())
         ctx.say(redactor.text(traceback.format_exc()))
-    found = tuple(state.findings.findings) if state.findings else ()
-    gate = findings_gate(found, fail_on_of(task, ctx.settings.fail_on))
-    if status == "passed" and gate:  # DESIGN 21: a review gates the merge with exit 1
-        status, kind, reason, code = "failed", "findings", gate, ExitCode.FAILED
+    if status == "passed" and (gate := state.findings.gate(ctx.settings.fail_on)):
+        status, kind, reason, code = "failed", "findings", gate, ExitCode.FAILED  # DESIGN 21
     totals = _totals(state)
     result = state.completion.result if state.completion else ""
     if status != "interrupted" and state.log is not None and not state.log.ended:
@@ -205,7 +201,7 @@ async def _run_task(
             structured_result(result, task.spec.success.expect) if status == "passed" else None
         ),
         child_sessions=tuple(state.children),
-        findings=None if task.spec.findings is None else found,
+        findings=state.findings.result(),
     )
 
 
@@ -263,16 +259,13 @@ async def _run(
         redactor=redactor,
         limits=McpLimits.from_settings(settings),
     )
-    if task.spec.findings is not None:
-        state.findings = FindingSink(task.workdir, redactor.text, turn=lambda: state.budget.turns)
     try:
         if state.sandbox is not None and state.sandbox.error is not None:
             raise state.sandbox.error  # before any server starts or the model is called
         async with hub:  # stops every server on the way out, cancellation included
             skills = task_skills(task)
             own = tools_with_skills(task, hub.tools, hub.allowed_tools, skills)
-            own_tools = [*own, *([report_finding_spec()] if state.findings else [])]
-            tools = offered_tools(task, own_tools)
+            tools = offered_tools(task, state.findings.tools(own))
             check_tool_patterns(task, [*hub.tools, *tools])
             system = task_system_prompt(
                 task, settings, tools, ctx.env, mask=redactor.text, skills=skills
@@ -292,10 +285,8 @@ async def _run(
                 lambda: state.budget.turns,
                 mask=redactor.text,
             )
-            state.executor = guarded(task, hub, own, skills, state.hooks)
-            if state.findings is not None:
-                state.findings.log = state.log
-                state.executor = with_findings(task, state.executor, state.findings)
+            executor = guarded(task, hub, own, skills, state.hooks)
+            state.executor = state.findings.wrap(executor, state.log)
             # Everything imported and built so far lives for the whole run; the collector need not
             # walk it again. Without this, every full collection walks the SDKs' ~200k objects and
             # stalls a turn for over 100 ms.

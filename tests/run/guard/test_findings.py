@@ -12,8 +12,9 @@ import pytest
 
 from runner.outcome import Finding
 from runner.redact import Redactor
-from runner.run.guard import REPORT_FINDING, FindingSink, findings_gate, with_findings
+from runner.run.guard import REPORT_FINDING, FindingSink, findings_gate
 from runner.run.guard.findcheck import FindingLimits
+from runner.task import FindingsSpec, Task, TaskSpec
 from runner.toolcall import ToolResult, ToolSpec
 
 SECRET = "tok-findings-5d1e0c77"
@@ -162,14 +163,36 @@ class Hub:
 def test_the_executor_serves_report_finding_and_passes_every_other_call_on(
     workdir: Path,
 ) -> None:
-    from runner.task import FindingsSpec, TaskSpec
-
-    class T:
-        spec = TaskSpec(prompt="p", findings=FindingsSpec())
-
-    executor = with_findings(T(), Hub(), sink(workdir))  # type: ignore[arg-type]
+    executor = sink(workdir).wrap(Hub(), None)
     assert [t.name for t in executor.allowed_tools] == ["read_file", REPORT_FINDING]
     other = anyio.run(executor.call, "read_file", {})
     assert other.text == "hub ran read_file"
     accepted = anyio.run(executor.call, REPORT_FINDING, args())
     assert accepted.text.startswith("Finding 1 recorded (warning, w/src/a.py:2)")
+
+
+def _task(workdir: Path, **spec: Any) -> Task:
+    return Task("t", workdir / "t.yaml", 1, TaskSpec(prompt="p", **spec), workdir, (), {})
+
+
+def test_a_task_without_findings_has_a_sink_that_is_off(workdir: Path) -> None:
+    off = FindingSink.of(_task(workdir), str, lambda: 0)
+    hub = Hub()
+    assert off.wrap(hub, Logged()) is hub
+    assert off.tools(hub.tools) == hub.tools
+    assert off.result() is None and off.gate("note") is None
+
+
+def test_a_resumed_task_keeps_and_logs_its_parents_findings_and_gate(workdir: Path) -> None:
+    earlier = Finding("w/src/a.py", 1, 1, "error", "Old", "o", None, "fp")
+
+    class Resume:
+        findings = (earlier,)
+
+    task = _task(workdir, findings=FindingsSpec(fail_on="error"))
+    resumed = FindingSink.of(task, str, lambda: 7, Resume())
+    log = Logged()
+    resumed.wrap(Hub(), log)
+    assert log.findings == [(earlier, 7)]
+    assert resumed.result() == (earlier,)
+    assert resumed.gate(None) is not None and resumed.gate("never") is None
