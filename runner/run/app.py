@@ -377,8 +377,11 @@ def _report_finished(
         return
     # On GitHub Actions the transcript is folded in a group under the task's result line.
     console.line(group_start(f"{outcome.name}: {outcome.status}"))
-    console.line(line)
-    console.line(transcript or f"result: {outcome.result}")
+    # A line the model or a check wrote that starts with `::` must not run as a workflow command
+    # (an `::error` of its own making): commands stay off until an unguessable token.
+    token = uuid.uuid4().hex
+    console.line(f"::stop-commands::{token}\n{line}\n{transcript or f'result: {outcome.result}'}")
+    console.line(f"::{token}::")
     console.line(group_end())
 
 

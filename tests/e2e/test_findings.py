@@ -183,9 +183,23 @@ def test_annotations_point_at_the_lines_with_titles_escaped(runs: dict[str, Done
     assert "line=4,endLine=5" in warning
     assert "title=Off by one %3A%3Aerror file=x%3A%3Apwned::" in warning
     assert any(line.startswith("::notice file=calc.py,line=1") for line in lines)
+    assert not any(line.startswith("::error file=x") for line in _commands_on(done.stdout))
     table = (done.root / "summary.md").read_text(encoding="utf-8")
     assert "### Findings: 1 error, 1 warning, 1 note" in table
     assert "Wrong divisor" in table
+
+
+def _commands_on(stdout: str) -> list[str]:
+    """The lines GitHub runs as workflow commands: none between `::stop-commands::T` and `::T::`."""
+    lines, stopped = [], None
+    for line in stdout.splitlines():
+        if stopped is not None:
+            stopped = None if line == f"::{stopped}::" else stopped
+        elif line.startswith("::stop-commands::"):
+            stopped = line.removeprefix("::stop-commands::")
+        else:
+            lines.append(line)
+    return lines
 
 
 def test_a_secret_in_a_finding_is_masked_everywhere(runs: dict[str, Done]) -> None:
