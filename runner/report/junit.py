@@ -85,6 +85,9 @@ def task_facts(outcome: TaskOutcome) -> list[str]:
         facts.append(f"patch: {display_path(outcome.patch)}")
     if outcome.worktree is not None:
         facts.append(f"worktree: {outcome.worktree}")
+    if outcome.findings is not None:
+        counts = finding_counts(outcome.findings)
+        facts.append("findings: " + ", ".join(f"{n} {level}" for level, n in counts.items()))
     return facts
 
 

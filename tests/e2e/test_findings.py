@@ -169,6 +169,7 @@ def test_the_gate_fails_the_task_and_names_its_top_findings(runs: dict[str, Done
     failure = done.testcase().find("failure")
     assert failure is not None and failure.get("type") == "findings"
     assert "calc.py:6" in (failure.get("message") or "")
+    assert "findings: 1 error, 1 warning, 1 note" in (done.testcase().findtext("system-out") or "")
     properties = {p.get("name"): p.get("value") for p in done.junit().iter("property")}
     assert properties["findings_error"] == "1"
     if XSD_VALIDATOR.is_file():  # ../shared/junit beside the checkout
