@@ -128,8 +128,15 @@ def _file_lines(raw: Any, workdir: Path) -> tuple[Path, list[str]] | str:
     return path, lines
 
 
+def _number(value: Any) -> Any:
+    """A line number written as digits ("12", as some models send them) is that number."""
+    if isinstance(value, str) and value.strip().isdigit() and len(value) < 10:
+        return int(value)
+    return value
+
+
 def _span(arguments: Mapping[str, Any], count: int) -> tuple[int, int] | str:
-    line, end = arguments.get("line"), arguments.get("end_line")
+    line, end = _number(arguments.get("line")), _number(arguments.get("end_line"))
     if end is None:
         end = line
     for name, value in (("line", line), ("end_line", end)):

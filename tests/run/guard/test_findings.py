@@ -58,7 +58,7 @@ def args(**over: Any) -> dict[str, Any]:
 
 def test_an_accepted_finding_is_relative_to_the_repository_root_and_logged(workdir: Path) -> None:
     found = sink(workdir)
-    result = found.accept(args(end_line=3))
+    result = found.accept(args(end_line="3"))
     assert not result.is_error, result.text
     (finding,) = found.findings
     assert (finding.path, finding.line, finding.end_line) == ("w/src/a.py", 2, 3)
@@ -78,6 +78,7 @@ def test_an_accepted_finding_is_relative_to_the_repository_root_and_logged(workd
         ({"line": 4}, "not a line of the file, which has 3 lines"),
         ({"line": 0}, "not a line"),
         ({"line": True}, "must be a line number"),
+        ({"line": "two"}, "must be a line number"),
         ({"line": 3, "end_line": 2}, "before `line`"),
         ({"severity": "critical"}, "must be one of error, warning, note"),
         ({"message": "x" * 1_000_000}, "keep it under 8000"),
