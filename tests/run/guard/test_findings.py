@@ -197,3 +197,12 @@ def test_a_resumed_task_keeps_and_logs_its_parents_findings_and_gate(workdir: Pa
     assert log.findings == [(earlier, 7)]
     assert resumed.result() == (earlier,)
     assert resumed.gate(None) is not None and resumed.gate("never") is None
+
+
+def test_the_config_asks_every_task_for_findings_and_keeps_a_tasks_own(workdir: Path) -> None:
+    from runner.run.guard import with_config_findings
+
+    plain, own = _task(workdir), _task(workdir, findings=FindingsSpec(fail_on="note"))
+    assert with_config_findings([plain], False) == [plain]
+    asked, kept = with_config_findings([plain, own], True)
+    assert asked.spec.findings == FindingsSpec() and kept is own
