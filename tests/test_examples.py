@@ -74,6 +74,6 @@ def test_the_review_workflow_uploads_the_sarif_and_posts_the_review():
     (upload,) = [s for s in steps if "upload-sarif" in s.get("uses", "")]
     assert upload["with"]["sarif_file"] == "agent-runs/findings.sarif"
     (post,) = [s for s in steps if "gh api" in s.get("run", "")]
-    assert "--input agent-runs/review.json" in post["run"]
+    assert "agent-runs/review.json" in post["run"] and "--input review.json" in post["run"]
     (review,) = [s for s in steps if "--fail-on error" in s.get("run", "")]
     assert 'git diff "$BASE...HEAD"' in review["run"]
