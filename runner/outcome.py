@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -9,11 +11,15 @@ from typing import Any, Literal
 from runner.errors import ExitCode
 
 __all__ = [
+    "Finding",
     "RunSummary",
+    "SEVERITIES",
     "SandboxRecord",
+    "Severity",
     "Status",
     "TaskOutcome",
     "Totals",
+    "finding_counts",
     "meets_rate",
     "passes_rate",
     "sample_groups",
@@ -21,6 +27,35 @@ __all__ = [
 
 Status = Literal["passed", "failed", "budget_exceeded", "error", "interrupted"]
 """How a task ended; the same words as the session log's `end` event."""
+
+Severity = Literal["error", "warning", "note"]
+"""How serious a finding is: SARIF's `level` words (DESIGN 21)."""
+SEVERITIES: tuple[Severity, ...] = ("error", "warning", "note")
+"""The severities, most serious first."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One accepted `report_finding` call (DESIGN 21): checked, bounded and masked already."""
+
+    path: str
+    """The file, relative to the repository root (POSIX separators); to the workdir outside git."""
+    line: int
+    """First line (1-based)."""
+    end_line: int
+    """Last line (equal to `line` for one line)."""
+    severity: Severity
+    title: str
+    """One line; the rule the finding belongs to."""
+    message: str
+    suggestion: str | None = None
+    """Replacement text for lines `line`..`end_line`, when the agent proposed one."""
+    fingerprint: str = ""
+    """Stable across runs: a hash of the rule, the path and the text of the lines."""
+
+    def as_json(self) -> dict[str, Any]:
+        """The finding as plain data (session log `finding` event, summary.json)."""
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)
@@ -97,6 +132,14 @@ class SandboxRecord:
         return data
 
 
+def finding_counts(findings: Iterable[Finding]) -> dict[str, int]:
+    """Findings by severity, every severity present."""
+    counts: dict[str, int] = dict.fromkeys(SEVERITIES, 0)
+    for finding in findings:
+        counts[finding.severity] += 1
+    return counts
+
+
 @dataclass(frozen=True)
 class Totals:
     """Counters of one task, or of a whole run."""
@@ -171,6 +214,8 @@ class TaskOutcome:
     """`isolation: worktree`: the task's change, `<out>/patches/<task>.patch` (None: no change)."""
     worktree: Path | None = None
     """`isolation: worktree` with `--keep-worktrees`: the worktree, left in place."""
+    findings: tuple[Finding, ...] | None = None
+    """`findings:` tasks: what the agent (and its sub-agents) reported; None: not asked for."""
     sample: int = 0
     """A sample of a repeated task (DESIGN 22): which one, from 1; 0 for a task run once."""
     of: int = 0

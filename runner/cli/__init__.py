@@ -216,10 +216,10 @@ def _add_report(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     sub = report.add_subparsers(title="report commands", metavar="COMMAND")
     merge = sub.add_parser(
         "merge",
-        help="merge shard JUnit files (and their summary.json) into one",
-        description="Merge JUnit XML files from shards into one. With --summary, also merge "
-        "the shards' summary.json files (written to summary.json beside OUT unless "
-        "--summary-output says otherwise).",
+        help="merge shard JUnit files (and their summary.json, findings.sarif, review.json)",
+        description="Merge JUnit XML files from shards into one, and the findings.sarif and "
+        "review.json beside them. With --summary, also merge the shards' summary.json files "
+        "(written to summary.json beside OUT unless --summary-output says otherwise).",
     )
     merge.add_argument("inputs", nargs="+", type=Path, metavar="JUNIT")
     merge.add_argument("-o", "--output", type=Path, required=True, metavar="OUT")
@@ -301,10 +301,11 @@ def _log_export(args: argparse.Namespace) -> int:
 
 
 def _report_merge(args: argparse.Namespace) -> int:
-    from runner.report import merge_summaries
+    from runner.report import merge_findings, merge_summaries
     from runner.report.junit import merge_junit
 
     merge_junit(args.inputs, args.output)
+    merge_findings(args.inputs, args.output)  # DESIGN 21: the SARIF and review bodies beside
     if args.summary:
         summary_out = args.summary_output or args.output.with_name("summary.json")
         merge_summaries(args.summary, summary_out, junit=args.output)

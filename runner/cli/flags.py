@@ -57,6 +57,11 @@ def run_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--tool-mode", choices=["xml", "native", "auto"], help="for every task")
     parser.add_argument(
+        "--fail-on",
+        choices=["error", "warning", "note", "never"],
+        help="a task with a finding this severe or more fails (findings: tasks; default never)",
+    )
+    parser.add_argument(
         "--min-pass-rate",
         type=float,
         default=1.0,

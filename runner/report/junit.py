@@ -15,7 +15,7 @@ from junit_xml import TestCase, TestSuite, to_xml_report_string
 
 from runner.atomic import write_text_atomic
 from runner.errors import ConfigError
-from runner.outcome import RunSummary, TaskOutcome
+from runner.outcome import RunSummary, TaskOutcome, finding_counts
 from runner.redact import Redactor
 from runner.report.junit_repeats import recombine_junit
 from runner.report.repeats import verdict_properties, verdicts
@@ -49,7 +49,16 @@ def run_properties(summary: RunSummary) -> dict[str, str]:
         "cache_write_tokens": str(totals.cache_write_tokens),
         "cost_usd": f"{totals.cost_usd:.6f}",
         "duration_s": f"{totals.duration_s:.3f}",
+        **_finding_properties(summary),
     }
+
+
+def _finding_properties(summary: RunSummary) -> dict[str, str]:
+    """`findings_error`, `findings_warning`, `findings_note` when a task asked for findings."""
+    if all(o.findings is None for o in summary.outcomes):
+        return {}
+    counts = finding_counts(f for o in summary.outcomes for f in (o.findings or ()))
+    return {f"findings_{level}": str(n) for level, n in counts.items()}
 
 
 def task_facts(outcome: TaskOutcome) -> list[str]:
@@ -78,6 +87,9 @@ def task_facts(outcome: TaskOutcome) -> list[str]:
         facts.append(f"patch: {display_path(outcome.patch)}")
     if outcome.worktree is not None:
         facts.append(f"worktree: {outcome.worktree}")
+    if outcome.findings is not None:
+        counts = finding_counts(outcome.findings)
+        facts.append("findings: " + ", ".join(f"{n} {level}" for level, n in counts.items()))
     return facts
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from runner.atomic import write_text_atomic
 from runner.errors import ConfigError, ExitCode, worst_exit_code
-from runner.outcome import RunSummary, TaskOutcome, Totals
+from runner.outcome import RunSummary, TaskOutcome, Totals, finding_counts
 from runner.redact import Redactor
 from runner.report.repeats import recombine_summary, run_exit_code, verdict_json, verdicts
 
@@ -133,6 +133,17 @@ def _task_json(outcome: TaskOutcome) -> dict[str, Any]:
         "worktree": str(outcome.worktree) if outcome.worktree else None,
         # A sample of a repeated task: its identity is (name, file, sample) (DESIGN 22).
         **({"sample": outcome.sample, "of": outcome.of} if outcome.of else {}),
+        **_findings_json(outcome),
+    }
+
+
+def _findings_json(outcome: TaskOutcome) -> dict[str, Any]:
+    """`findings` and `finding_counts` (by severity) of a `findings:` task (DESIGN 21)."""
+    if outcome.findings is None:
+        return {}
+    return {
+        "findings": [finding.as_json() for finding in outcome.findings],
+        "finding_counts": finding_counts(outcome.findings),
     }
 
 

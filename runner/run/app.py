@@ -24,6 +24,8 @@ from runner.report import (
     error_annotation,
     exit_code_of,
     final_table,
+    finding_annotations,
+    findings_table,
     group_end,
     group_start,
     summary_text,
@@ -33,6 +35,8 @@ from runner.report import (
     write_outputs,
     write_result_file,
     write_results,
+    write_review,
+    write_sarif,
     write_step_summary,
     write_summary_json,
 )
@@ -180,12 +184,12 @@ def _execute(
     else:
         console.always(final_table(summary, redactor=redactor))
     if github is not None:
-        for outcome in outcomes:
-            line = error_annotation(outcome, redactor=redactor)
-            if line:
-                console.command(line)
+        failed = [line for o in outcomes if (line := error_annotation(o, redactor=redactor))]
+        for line in [*failed, *finding_annotations(outcomes, redactor, len(failed))]:
+            console.command(line)
         if github.step_summary is not None:
             write_step_summary(summary, github.step_summary, redactor)
+            _append(github.step_summary, findings_table(outcomes, redactor))
         if github.output is not None:
             write_outputs(summary, github.output, redactor)
     return summary.exit_code
@@ -206,6 +210,8 @@ def _write_reports(
         (junit, write_junit),
         (summary.out_dir / "summary.json", write_summary_json),
         (summary.out_dir / "results", write_results),
+        (summary.out_dir / "findings.sarif", write_sarif),
+        (summary.out_dir / "review.json", write_review),
         *([(result_file, write_result_file)] if result_file else []),
     ]
     for path, write in writers:
@@ -219,6 +225,13 @@ def _write_reports(
             code = worst_exit_code([summary.exit_code, ExitCode.INFRASTRUCTURE])
             summary = dataclasses.replace(summary, exit_code=code)
     return summary
+
+
+def _append(path: Path, text: str) -> None:
+    """Add `text` to the step summary when it stays under GitHub's 1 MiB."""
+    if text and (path.stat().st_size if path.exists() else 0) + len(text.encode()) < 1 << 20:
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(text)
 
 
 class _Console:
@@ -425,8 +438,11 @@ def _report_finished(
         return
     # On GitHub Actions the transcript is folded in a group under the task's result line.
     console.line(group_start(f"{outcome.name}: {outcome.status}"))
-    console.line(line)
-    console.line(transcript or f"result: {outcome.result}")
+    # A line the model or a check wrote that starts with `::` must not run as a workflow command
+    # (an `::error` of its own making): commands stay off until an unguessable token.
+    token = uuid.uuid4().hex
+    console.line(f"::stop-commands::{token}\n{line}\n{transcript or f'result: {outcome.result}'}")
+    console.line(f"::{token}::")
     console.line(group_end())
 
 

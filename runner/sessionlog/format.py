@@ -53,6 +53,7 @@ EVENT_TYPES = (
     "retry",
     "hook",
     "network",
+    "finding",
     "warning",
     "end",
 )
