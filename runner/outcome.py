@@ -10,8 +10,9 @@ from runner.errors import ExitCode
 
 __all__ = ["RunSummary", "SandboxRecord", "Status", "TaskOutcome", "Totals"]
 
-Status = Literal["passed", "failed", "budget_exceeded", "error", "interrupted"]
-"""How a task ended; the same words as the session log's `end` event."""
+Status = Literal["passed", "failed", "budget_exceeded", "error", "interrupted", "skipped"]
+"""How a task ended; the same words as the session log's `end` event. `skipped`: never started
+(`--fail-fast` stopped the run first), so it has no session log."""
 
 
 @dataclass(frozen=True)
@@ -154,5 +155,11 @@ class RunSummary:
         return sum(1 for o in self.outcomes if o.status == "passed")
 
     @property
+    def skipped(self) -> int:
+        """Tasks that never started (`--fail-fast`)."""
+        return sum(1 for o in self.outcomes if o.status == "skipped")
+
+    @property
     def failed(self) -> int:
-        return len(self.outcomes) - self.passed
+        """Tasks that ran and did not pass."""
+        return len(self.outcomes) - self.passed - self.skipped

@@ -214,6 +214,8 @@ async def _run_all(
     limiter = asyncio.Semaphore(concurrency)
     stop = asyncio.Event()
 
+    stopped_by: list[TaskOutcome] = []  # --fail-fast: the task that stopped the run
+
     async def one(index: int, job: Job) -> None:
         async with limiter:
             if stop.is_set():
@@ -238,6 +240,7 @@ async def _run_all(
             results[index] = outcome
             _report_finished(outcome, console, ctx.redactor, github, options.verbose)
             if options.fail_fast and outcome.status != "passed":
+                stopped_by.append(outcome)
                 stop.set()
 
     loop = asyncio.get_running_loop()
@@ -259,6 +262,8 @@ async def _run_all(
             outcomes.append(_lost(job, error))
         elif ctx.interrupted:
             outcomes.append(_not_started(job, ctx))
+        elif stopped_by:
+            outcomes.append(_skipped(job, stopped_by[0]))
     return outcomes
 
 
@@ -283,6 +288,19 @@ def _not_started(job: Job, ctx: RunContext, reason: str | None = None) -> TaskOu
         reason=reason or "not started: the run was interrupted",
         kind="signal",
         exit_code=ctx.signal_exit,
+        model=f"{job.llm.provider}:{job.llm.model}",
+    )
+
+
+def _skipped(job: Job, stopped_by: TaskOutcome) -> TaskOutcome:
+    """A task `--fail-fast` kept from starting: listed, so that no report loses it."""
+    status = stopped_by.status.replace("_", " ")
+    return TaskOutcome(
+        name=job.task.name,
+        task_file=job.task.file,
+        status="skipped",
+        reason=f"not started: --fail-fast stopped the run after {stopped_by.name} {status}",
+        kind="fail_fast",
         model=f"{job.llm.provider}:{job.llm.model}",
     )
 

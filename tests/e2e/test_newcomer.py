@@ -11,7 +11,19 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Done, Scenario, complete, run_all, tool_reply
+from tests.e2e.conftest import (
+    NO_WORKSPACE,
+    Done,
+    Scenario,
+    call,
+    complete,
+    default_args,
+    reply,
+    run_all,
+    tool_reply,
+)
+
+GAVE_UP = "The build needs network access,\nwhich this runner has no sk-live-000111222333 for."
 
 SCENARIOS = {
     # 1. The scenario folder is the repository (it has .git); the workdir `w` is a subfolder.
@@ -30,6 +42,21 @@ SCENARIOS = {
             complete(),
         ],
     ),
+    # 3 and 6. The first task gives up; --fail-fast keeps the other two from starting.
+    "fail_fast": Scenario(
+        task={
+            "defaults": {**NO_WORKSPACE, "workdir": "w"},
+            "tasks": [{"name": n, "prompt": f"Task {n}."} for n in ("first", "second", "third")],
+        },
+        steps=[reply(call("attempt_completion", result=GAVE_UP, status="failure"))],
+        default=complete(),
+        args=default_args("--fail-fast"),
+        env={
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_STEP_SUMMARY": "step_summary.md",
+            "SECRET_TOKEN": "sk-live-000111222333",
+        },
+    ),
 }
 
 
@@ -41,6 +68,34 @@ def runs(module_dir: Path) -> dict[str, Done]:
 def _text(message: dict[str, Any]) -> str:
     content = message["content"]
     return content if isinstance(content, str) else json.dumps(content)
+
+
+def test_tasks_fail_fast_kept_from_starting_are_reported_as_skipped(runs: dict[str, Done]) -> None:
+    done = runs["fail_fast"]
+    assert done.code == 1, done.explain()
+    summary = done.summary()
+    assert [t["status"] for t in summary["tasks"]] == ["failed", "skipped", "skipped"]
+    assert (summary["passed"], summary["failed"], summary["skipped"]) == (0, 1, 2)
+    second = done.task("second")
+    assert second["kind"] == "fail_fast"
+    assert "--fail-fast stopped the run after first" in second["reason"]
+    suite = done.junit().find("testsuite")
+    assert suite is not None and suite.get("skipped") == "2"
+    skipped = done.testcase("third").find("skipped")
+    assert skipped is not None and "--fail-fast" in (skipped.get("message") or "")
+    assert "1 passed" not in done.stdout and "2 skipped" in done.stdout
+
+
+def test_the_agents_own_reason_for_failing_is_in_every_report(runs: dict[str, Done]) -> None:
+    done = runs["fail_fast"]
+    said = "the agent reported failure: The build needs network access, which this runner has no"
+    failure = done.testcase("first").find("failure")
+    assert failure is not None and said in (failure.get("message") or "")
+    step_summary = (done.root / "step_summary.md").read_text(encoding="utf-8")
+    assert said in done.stdout and said in step_summary
+    everything = done.stdout + done.stderr + step_summary + (done.out / "junit.xml").read_text()
+    shown = [line for line in everything.splitlines() if not line.startswith("::add-mask::")]
+    assert not [line for line in shown if "sk-live-000111222333" in line]
 
 
 def test_the_repository_ignore_files_above_the_workdir_hide_files_from_listings(
