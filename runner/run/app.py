@@ -35,7 +35,14 @@ from runner.report import (
     write_summary_json,
 )
 from runner.run.agents import close_agent_models
-from runner.run.plan import Job, RunOptions, load_selected_tasks, prepare_jobs, select_tasks
+from runner.run.plan import (
+    Job,
+    RunOptions,
+    check_out_dir,
+    load_selected_tasks,
+    prepare_jobs,
+    select_tasks,
+)
 from runner.run.resume import resumed_jobs
 from runner.run.session import RunContext, check_isolation, run_in_isolation, run_task
 from runner.run.telemetry import (
@@ -82,6 +89,7 @@ def execute(jobs: list[Job], settings: Settings, options: RunOptions) -> int:
     codes = {signal.SIGINT: ExitCode.SIGINT, signal.SIGTERM: ExitCode.SIGTERM}
     parents = [(job.task, job.resume.worktree if job.resume else None) for job in jobs]
     check_isolation(parents, settings.jobs, options.isolation, environ())
+    check_out_dir(options.out, options.junit)
     with (
         Watchdog(settings.shutdown_grace_s, codes) as watchdog,
         traced_run(environ(), len(jobs)) as trace,

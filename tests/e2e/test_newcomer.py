@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
+from runner.run.plan.outdir import CONTAINER_MARKERS
 from tests.e2e.conftest import (
+    MODEL,
     NO_WORKSPACE,
     Done,
     Scenario,
@@ -57,6 +59,18 @@ SCENARIOS = {
             "SECRET_TOKEN": "sk-live-000111222333",
         },
     ),
+    # 4. sysfs refuses new folders to everyone (EPERM for root, EACCES for others).
+    "unwritable_out": Scenario(
+        task=NO_WORKSPACE,
+        default=complete(),
+        args=["run", "t.yaml", "--model", MODEL, "--out", "/sys/agent-runner-out"],
+    ),
+    # 8. A configuration error under --output json.
+    "json_config_error": Scenario(
+        task={**NO_WORKSPACE, "model": "opnai:gpt-4.1"},
+        default=complete(),
+        args=["run", "t.yaml", "--out", "OUT", "--output", "json"],
+    ),
 }
 
 
@@ -96,6 +110,28 @@ def test_the_agents_own_reason_for_failing_is_in_every_report(runs: dict[str, Do
     everything = done.stdout + done.stderr + step_summary + (done.out / "junit.xml").read_text()
     shown = [line for line in everything.splitlines() if not line.startswith("::add-mask::")]
     assert not [line for line in shown if "sk-live-000111222333" in line]
+
+
+def test_an_unwritable_out_folder_stops_the_run_before_any_task_starts(
+    runs: dict[str, Done],
+) -> None:
+    done = runs["unwritable_out"]
+    assert done.code == 2, done.explain()
+    assert "START" not in done.stdout and not done.requests
+    assert "--out /sys/agent-runner-out: cannot create or write this folder" in done.stderr
+    assert "session log" not in done.stderr
+    if any(marker.exists() for marker in CONTAINER_MARKERS):
+        assert '--user "$(id -u):$(id -g)"' in done.stderr
+
+
+def test_a_configuration_error_under_output_json_is_a_json_document(
+    runs: dict[str, Done],
+) -> None:
+    done = runs["json_config_error"]
+    assert done.code == 2, done.explain()
+    document = json.loads(done.stdout)
+    assert document["exit_code"] == 2
+    assert "opnai" in document["error"]
 
 
 def test_the_repository_ignore_files_above_the_workdir_hide_files_from_listings(

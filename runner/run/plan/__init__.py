@@ -3,7 +3,8 @@
 `loading` finds and loads the task files and checks what needs no server (the config's
 extensions, prompt sections, skills and permission rules); `selection` applies `--filter` and
 `--shard`; `jobs` holds the run's options and makes one job per task, with its model and tool
-mode. `inspect` is the two commands that stop there: `validate` and `prompt`.
+mode. `inspect` is the two commands that stop there: `validate` and `prompt`. `outdir` checks that
+the artifacts folder can be written before any task starts.
 """
 
 from __future__ import annotations
@@ -11,12 +12,14 @@ from __future__ import annotations
 from runner.run.plan.inspect import annotate_config_error, print_prompt, validate
 from runner.run.plan.jobs import Job, RunOptions, prepare_jobs
 from runner.run.plan.loading import check_sections, load_selected_tasks
+from runner.run.plan.outdir import check_out_dir
 from runner.run.plan.selection import parse_shard, select_tasks, shard_of
 
 __all__ = [
     "Job",
     "RunOptions",
     "annotate_config_error",
+    "check_out_dir",
     "check_sections",
     "load_selected_tasks",
     "parse_shard",

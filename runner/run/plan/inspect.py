@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -91,9 +92,13 @@ def _pick(tasks: list[Task], name: str | None, path: str) -> Task:
 
 
 def annotate_config_error(text: str, *, json_output: bool) -> None:
-    """Under GitHub Actions, `::error` annotations at the file and line of a configuration error
-    (on stderr under `--output json`, whose stdout is one JSON document)."""
+    """Under `--output json`, the error as stdout's one JSON document, `{"error": ..., "exit_code":
+    2}`; under GitHub Actions, `::error` annotations at the file and line of a configuration error
+    (on stderr under `--output json`)."""
     from runner.report import GitHubActions, config_error_annotations
+
+    if json_output:
+        print(json.dumps({"error": text, "exit_code": int(ExitCode.USAGE)}), flush=True)
 
     if GitHubActions.from_env(environ()) is None:
         return
