@@ -25,6 +25,16 @@ from tests.e2e.conftest import (
     tool_reply,
 )
 
+VALIDATE_TASK = """\
+name: t
+prompt: Do it.
+workdir: w
+limits: {max_turnz: 3}
+skills: [no-such-skills]
+permissions:
+  allow:
+    - "execute_comand(npm test)"
+"""
 GAVE_UP = "The build needs network access,\nwhich this runner has no sk-live-000111222333 for."
 
 SCENARIOS = {
@@ -70,6 +80,12 @@ SCENARIOS = {
         task={**NO_WORKSPACE, "model": "opnai:gpt-4.1"},
         default=complete(),
         args=["run", "t.yaml", "--out", "OUT", "--output", "json"],
+    ),
+    # 5. Every problem of every check, in one run, each at its own line.
+    "validate_all": Scenario(
+        task=VALIDATE_TASK,
+        extra_files={"q.yaml": 'name: q\nprompt: "unterminated\nworkdir: w\n'},
+        args=["validate", "t.yaml", "q.yaml"],
     ),
 }
 
@@ -132,6 +148,25 @@ def test_a_configuration_error_under_output_json_is_a_json_document(
     document = json.loads(done.stdout)
     assert document["exit_code"] == 2
     assert "opnai" in document["error"]
+
+
+def test_validate_reports_every_problem_of_every_check_at_its_own_line(
+    runs: dict[str, Done],
+) -> None:
+    done = runs["validate_all"]
+    assert done.code == 2, done.explain()
+    lines = done.stderr.splitlines()
+    root = done.root
+    assert f"{root}/t.yaml:4:10: limits.max_turnz: unknown key" in lines[0]
+    expected = {
+        f"{root}/t.yaml:5:10: skills[0]: the declared skill folder does not exist",
+        f"{root}/t.yaml:8:7: permissions.allow[0]: the rule 'execute_comand(npm test)'",
+        "did you mean 'execute_command'?",
+        f"{root}/q.yaml:2:9: not valid YAML: while scanning a quoted scalar",
+        "found unexpected end of stream (at line 4, column 1)",
+    }
+    assert [part for part in expected if part not in done.stderr] == []
+    assert lines[-1] == "4 problem(s) found"
 
 
 def test_the_repository_ignore_files_above_the_workdir_hide_files_from_listings(

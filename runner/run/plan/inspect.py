@@ -7,8 +7,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from runner.errors import ConfigError, ExitCode, Problem, TaskFileError
-from runner.run.plan.loading import check_sections, load_selected_tasks
+from runner.errors import ConfigError, ExitCode, Problem
+from runner.run.plan.loading import load_for_validate, load_selected_tasks, section_problems
 from runner.settings import Settings, environ, load_settings
 from runner.task import Task
 
@@ -16,24 +16,22 @@ __all__ = ["agent_problems", "annotate_config_error", "print_prompt", "validate"
 
 
 def validate(paths: Sequence[str], params: Mapping[str, str], config: Path | None) -> int:
-    """Check config, task files and their prompt sections; print every problem."""
+    """Check config, task files, their prompt sections, skills, permission rules and agents;
+    print every problem of every check at once, each at its own file and line."""
     settings = load_settings(config_file=config)
-    try:
-        tasks = load_selected_tasks(paths, params, settings)
-        for task in tasks:
-            check_sections(task, settings)
-    except TaskFileError as exc:
-        for problem in exc.problems:
-            print(problem, file=sys.stderr)
-        print(f"{len(exc.problems)} problem(s) found", file=sys.stderr)
-        annotate_config_error(str(exc), json_output=False)
-        return ExitCode.USAGE
-    found = [p for task in tasks if task.spec.agents for p in agent_problems(task, settings)]
-    problems = list({str(p): p for p in found}.values())  # a suite's defaults: said once
+    tasks, problems = load_for_validate(paths, params, settings)
+    for task in tasks:
+        problems += section_problems(task, settings)
+    if not problems:
+        # The agents' allowlists need the servers started: only for tasks that are otherwise fine.
+        found = [p for task in tasks if task.spec.agents for p in agent_problems(task, settings)]
+        problems += [str(problem) for problem in found]
     if problems:
+        problems = list(dict.fromkeys(problems))  # a suite's defaults: said once
         for problem in problems:
             print(problem, file=sys.stderr)
         print(f"{len(problems)} problem(s) found", file=sys.stderr)
+        annotate_config_error("\n".join(problems), json_output=False)
         return ExitCode.USAGE
     files = {task.file for task in tasks}
     print(f"ok: {len(tasks)} task(s) in {len(files)} file(s)")
