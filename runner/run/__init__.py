@@ -12,12 +12,19 @@ what the loop does; `turn` is the loop and what one turn needs.
 from __future__ import annotations
 
 from runner.run.app import resume_sessions, run_tasks
-from runner.run.plan import RunOptions, annotate_config_error, print_prompt, validate
+from runner.run.plan import (
+    RunOptions,
+    annotate_config_error,
+    print_prompt,
+    report_error,
+    validate,
+)
 
 __all__ = [
     "RunOptions",
     "annotate_config_error",
     "print_prompt",
+    "report_error",
     "resume_sessions",
     "run_tasks",
     "validate",

@@ -6,6 +6,8 @@ All scenarios run at once (run_all), so the module costs about as much as its sl
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +20,14 @@ from tests.e2e.conftest import (
     Done,
     Scenario,
     call,
+    clean_env,
     complete,
     default_args,
     reply,
     run_all,
     tool_reply,
 )
+from tests.fakes.model_server import fault
 
 VALIDATE_TASK = """\
 name: t
@@ -35,6 +39,8 @@ permissions:
   allow:
     - "execute_comand(npm test)"
 """
+DOWN_URL = "http://127.0.0.1:9/mcp"
+"""The discard port: nothing listens there."""
 GAVE_UP = "The build needs network access,\nwhich this runner has no sk-live-000111222333 for."
 
 SCENARIOS = {
@@ -86,6 +92,34 @@ SCENARIOS = {
         task=VALIDATE_TASK,
         extra_files={"q.yaml": 'name: q\nprompt: "unterminated\nworkdir: w\n'},
         args=["validate", "t.yaml", "q.yaml"],
+    ),
+    # 9. Polish.
+    "prompt_example": Scenario(task={}, args=["prompt", "t.yaml"]),
+    "retry_line": Scenario(
+        task=NO_WORKSPACE,
+        steps=[fault("rate_limit", retry_after="0"), complete()],
+    ),
+    "turn_limit": Scenario(
+        task={"limits": {"max_turns": 1}},
+        steps=[tool_reply("list_files", path="."), reply("My report: nothing done.")],
+    ),
+    "remote_down": Scenario(
+        task={"extensions": {"api": {"type": "streamable_http", "uri": DOWN_URL}}},
+        default=complete(),
+        env={"AGENT_RUNNER_RETRY__MAX_ATTEMPTS": "2"},
+    ),
+    "sub_agent": Scenario(
+        task={
+            "agents": {
+                "helper": {
+                    "description": "Helps.",
+                    "prompt": "You help.",
+                    "tools": {"allow": ["read_file"]},
+                }
+            }
+        },
+        steps=[reply(call("sub_agent", agent="helper", task="HELPER-TASK")), complete("done")],
+        routes={"HELPER-TASK": [complete("helped")]},
     ),
 }
 
@@ -182,3 +216,85 @@ def test_the_repository_ignore_files_above_the_workdir_hide_files_from_listings(
         assert "node_modules" not in shown
         assert "secret.txt" not in shown
     assert "src/lib.py" in system and "src/lib.py" in listed
+
+
+def test_the_write_to_file_example_writes_content_not_a_file_name(runs: dict[str, Done]) -> None:
+    done = runs["prompt_example"]
+    assert done.code == 0, done.explain()
+    assert "<path>src/main.py</path>" in done.stdout
+    assert "<content>src/main.py</content>" not in done.stdout
+
+
+def test_a_retry_line_names_the_http_status_once(runs: dict[str, Done]) -> None:
+    done = runs["retry_line"]
+    assert done.code == 0, done.explain()
+    (line,) = [line for line in done.stdout.splitlines() if line.startswith("RETRY")]
+    assert line.count("429") == 1, line
+
+
+def test_a_turn_limit_reason_counts_the_final_report_call(runs: dict[str, Done]) -> None:
+    done = runs["turn_limit"]
+    assert done.code == 5, done.explain()
+    task = done.task()
+    assert task["turns"] == 2
+    assert task["reason"].startswith("turn limit reached (1/1); then one last call, tools off")
+
+
+def test_a_remote_server_that_is_down_is_retried_and_named_by_its_url(
+    runs: dict[str, Done],
+) -> None:
+    done = runs["remote_down"]
+    assert done.code == 4, done.explain()
+    assert f"MCP server 'api' at {DOWN_URL} is unreachable" in done.stdout + done.stderr
+    assert "(1 attempt left)" in done.stdout + done.stderr
+    assert f"MCP server 'api' at {DOWN_URL} failed to start" in done.stdout
+
+
+def _cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "runner", *args],
+        cwd=root,
+        env=clean_env(root),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_log_show_of_a_run_folder_shows_each_session_with_its_children(
+    runs: dict[str, Done],
+) -> None:
+    done = runs["sub_agent"]
+    assert done.code == 0, done.explain()
+    shown = _cli(done.root, "log", "show", "OUT")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.count("=== ") == 1  # the parent; the child is shown inside it
+    assert "helped" in shown.stdout
+
+
+def test_the_html_viewer_titles_a_child_by_its_agent(runs: dict[str, Done]) -> None:
+    done = runs["sub_agent"]
+    exported = _cli(done.root, "log", "export", "--format", "html", "OUT")
+    assert exported.returncode == 0, exported.stderr
+    assert "sub-agent session: helper (sub-agent of t) <span" in exported.stdout
+
+
+@pytest.mark.parametrize(
+    ("command", "flag", "words"),
+    [
+        (["run"], "--sandbox-backend", "what confines"),
+        (["prompt"], "--param", "set a declared param"),
+        (["log", "export"], "--format", "default: json"),
+        (["report", "merge"], "--output", "the merged JUnit file"),
+    ],
+)
+def test_every_flag_has_help_text(
+    command: list[str], flag: str, words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from runner.cli import main
+
+    with pytest.raises(SystemExit):
+        main([*command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert flag in text and words in text

@@ -9,7 +9,7 @@ the artifacts folder can be written before any task starts.
 
 from __future__ import annotations
 
-from runner.run.plan.inspect import annotate_config_error, print_prompt, validate
+from runner.run.plan.inspect import annotate_config_error, print_prompt, report_error, validate
 from runner.run.plan.jobs import Job, RunOptions, prepare_jobs
 from runner.run.plan.loading import check_sections, load_selected_tasks
 from runner.run.plan.outdir import check_out_dir
@@ -25,6 +25,7 @@ __all__ = [
     "parse_shard",
     "prepare_jobs",
     "print_prompt",
+    "report_error",
     "select_tasks",
     "shard_of",
     "validate",

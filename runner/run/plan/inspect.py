@@ -7,12 +7,12 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from runner.errors import ConfigError, ExitCode, Problem
+from runner.errors import ConfigError, ExitCode, Problem, RunnerError
 from runner.run.plan.loading import load_for_validate, load_selected_tasks, section_problems
 from runner.settings import Settings, environ, load_settings
 from runner.task import Task
 
-__all__ = ["agent_problems", "annotate_config_error", "print_prompt", "validate"]
+__all__ = ["agent_problems", "annotate_config_error", "print_prompt", "report_error", "validate"]
 
 
 def validate(paths: Sequence[str], params: Mapping[str, str], config: Path | None) -> int:
@@ -89,14 +89,22 @@ def _pick(tasks: list[Task], name: str | None, path: str) -> Task:
     return tasks[0]
 
 
-def annotate_config_error(text: str, *, json_output: bool) -> None:
-    """Under `--output json`, the error as stdout's one JSON document, `{"error": ..., "exit_code":
-    2}`; under GitHub Actions, `::error` annotations at the file and line of a configuration error
-    (on stderr under `--output json`)."""
-    from runner.report import GitHubActions, config_error_annotations
-
+def report_error(error: RunnerError, *, json_output: bool) -> int:
+    """Say what stopped the command (stderr) and return its exit code. Under `--output json`,
+    stdout's one JSON document is the error, `{"error": ..., "exit_code": 2}`; a configuration
+    error is annotated as `annotate_config_error` says."""
+    print(f"agent-runner: {error}", file=sys.stderr)
     if json_output:
-        print(json.dumps({"error": text, "exit_code": int(ExitCode.USAGE)}), flush=True)
+        print(json.dumps({"error": str(error), "exit_code": int(error.exit_code)}), flush=True)
+    if error.exit_code == ExitCode.USAGE:
+        annotate_config_error(str(error), json_output=json_output)
+    return error.exit_code
+
+
+def annotate_config_error(text: str, *, json_output: bool) -> None:
+    """Under GitHub Actions, `::error` annotations at the file and line of a configuration error
+    (on stderr under `--output json`, whose stdout is one JSON document)."""
+    from runner.report import GitHubActions, config_error_annotations
 
     if GitHubActions.from_env(environ()) is None:
         return
