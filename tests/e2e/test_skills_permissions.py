@@ -205,7 +205,8 @@ def test_a_rule_naming_no_mcp_tool_stops_the_run_with_exit_2(runs):
 def test_validate_refuses_a_rule_that_matches_no_tool(runs):
     done = runs["validate_typo"]
     assert done.code == 2, done.explain()
-    assert "t.yaml:1:1: permissions.deny[0]:" in done.stderr
+    assert "t.yaml:6:5: permissions.deny[0]:" in done.stderr
+    assert "did you mean 'execute_command'?" in done.stderr
     assert "execute_comand(git push*)" in done.stderr
 
 
