@@ -3,14 +3,15 @@
 - `min_tool_calls: N`: at least N tool calls the policy let through (attempt_completion aside).
 - `no_denied_calls: true`: no tool call refused by the tool policy.
 - `changed_files: true`: the workdir's git state differs at completion from the task's start.
-  The state is `git status` of the workdir (untracked files included, ignored ones not), the
-  content of every file it lists, and HEAD, so an edit to a file that was already modified, or a
-  commit, counts as a change too. The loader refuses `changed_files` outside a git repository
-  (exit 2). On resume the baseline is the resumed session's start.
+  The state is HEAD, the list of the workdir's files (untracked included, ignored ones not;
+  tracked files of HEAD too) and the content of each, so an edit to a file that was already
+  modified, or a commit, counts as a change too. The loader refuses `changed_files` outside a
+  git repository (exit 2). On resume the baseline is the resumed session's start.
 
-git runs with a minimal environment (no API keys, no secrets) and `core.fsmonitor` off: the
-agent can write `.git/config`, and whatever git runs from there must learn nothing the agent's
-own commands could not.
+The agent can write `.git/config`, `.gitattributes` and the `.git` file, so git runs as the
+runner's own git does (`runner.run.session.gitsafe`): the git folder is recorded with the
+baseline, before the agent runs; the listing comes from a shadow git folder with an empty index
+and no repository config (no filter, fsmonitor or hook can run); the environment is minimal.
 """
 
 from __future__ import annotations
@@ -19,20 +20,18 @@ import asyncio
 import contextlib
 import hashlib
 import os
-import signal
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.run.session.gitsafe import GitFolder, Shadow, git_env, record_folder, run_git
 from runner.run.turn import Budget
 from runner.task import Require
 
 __all__ = ["GitState", "git_state", "requirement_problem"]
 
-GIT_TIMEOUT_S = 60.0
-_OUTPUT_LIMIT = 8 * 1024 * 1024
-"""Bytes of `git status` output read; a listing past this is compared by what was read."""
-_ENV_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR")
+_LIST_LIMIT = 8 * 1024 * 1024
+"""Bytes of a file listing read; a listing past this is compared by what was read."""
 
 
 @dataclass(frozen=True)
@@ -41,34 +40,67 @@ class GitState:
 
     digest: str = ""
     error: str = ""
+    folder: GitFolder | None = None
+    """The git folder recorded with the baseline; the state at the end reads it, not `.git`."""
 
 
-async def git_state(workdir: Path, env: Mapping[str, str]) -> GitState:
-    """Fingerprint `git status` of `workdir`, the listed files' content, and HEAD."""
-    quiet = {k: env[k] for k in _ENV_KEEP if k in env}
-    quiet.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0")
-    status = await _git(
-        workdir,
-        quiet,
-        "status",
-        "--porcelain=v1",
+async def git_state(
+    workdir: Path, env: Mapping[str, str], baseline: GitState | None = None
+) -> GitState:
+    """Fingerprint HEAD, the workdir's files and their content. Without `baseline` (at the
+    start, before the agent runs) the git folder is found and recorded; with it, reused."""
+    folder = baseline.folder if baseline is not None else None
+    if folder is None:
+        folder = await asyncio.to_thread(record_folder, workdir, env)
+    if folder is None:
+        return GitState(error=f"{workdir} is not in a git work tree")
+    head = await _head(folder, env)
+    shadow = Shadow(folder, folder.top, head or "0" * 40)
+    try:
+        listed = await _listing(shadow, env, workdir, head)
+    finally:
+        shadow.close()
+    if isinstance(listed, str):
+        return GitState(error=listed, folder=folder)
+    digest = hashlib.sha256((head or "(no HEAD)").encode())
+    for name in sorted(set(listed.split(b"\0")) - {b""}):
+        digest.update(name + b"\0")
+        digest.update(_content_digest(folder.top / os.fsdecode(name)))
+    return GitState(digest=digest.hexdigest(), folder=folder)
+
+
+async def _head(folder: GitFolder, env: Mapping[str, str]) -> str:
+    """The commit HEAD of the recorded git folder points at, "" when it has none."""
+    pinned = git_env(env, GIT_DIR=str(folder.git_dir), GIT_OPTIONAL_LOCKS="0")
+    code, out, _ = await run_git(folder.top, pinned, "rev-parse", "--verify", "-q", "HEAD")
+    return out.decode("ascii", errors="replace").strip() if code == 0 else ""
+
+
+async def _listing(shadow: Shadow, env: Mapping[str, str], workdir: Path, head: str) -> bytes | str:
+    """Every file of the workdir git does not ignore, and HEAD's files there, NUL-separated
+    and relative to the top; or what went wrong. The shadow's index is empty, so every file
+    on disk is `other`; nothing is written."""
+    code, others, err = await shadow.run(
+        env,
+        "ls-files",
         "-z",
-        "--untracked-files=all",
-        "--no-renames",
+        "--full-name",
+        "--others",
+        "--exclude-standard",
         "--",
         ".",
+        cwd=workdir,
     )
-    if isinstance(status, str):
-        return GitState(error=status)
-    head = await _git(workdir, quiet, "rev-parse", "--verify", "-q", "HEAD")
-    digest = hashlib.sha256(status)
-    digest.update(head if isinstance(head, bytes) else b"(no HEAD)")
-    top = await _git(workdir, quiet, "rev-parse", "--show-toplevel")
-    root = Path(top.decode().strip()) if isinstance(top, bytes) else workdir
-    for entry in status.split(b"\0"):
-        if len(entry) > 3:
-            digest.update(_content_digest(root / os.fsdecode(entry[3:])))
-    return GitState(digest=digest.hexdigest())
+    if code != 0:
+        return f"git ls-files failed: {err.splitlines()[-1] if err else code}"
+    tracked = b""
+    if head:
+        code, tracked, err = await shadow.run(
+            env, "ls-tree", "-r", "-z", "--name-only", "--full-name", head, "--", ".", cwd=workdir
+        )
+        if code != 0:
+            return f"git ls-tree failed: {err.splitlines()[-1] if err else code}"
+    return (others[:_LIST_LIMIT] + b"\0" + tracked[:_LIST_LIMIT]).strip(b"\0")
 
 
 def _content_digest(path: Path) -> bytes:
@@ -86,44 +118,6 @@ def _content_digest(path: Path) -> bytes:
     except OSError as error:
         return f"unreadable:{error.errno}".encode()
     return digest.digest()
-
-
-async def _git(workdir: Path, env: Mapping[str, str], *args: str) -> bytes | str:
-    """git's stdout, or its error as text."""
-    try:
-        process = await asyncio.create_subprocess_exec(
-            "git",
-            "-c",
-            "core.fsmonitor=false",
-            *args,
-            cwd=workdir,
-            env=dict(env),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )
-    except OSError as error:
-        return f"cannot run git: {error.strerror or error}"
-    try:
-        async with asyncio.timeout(GIT_TIMEOUT_S):
-            out, err = await process.communicate()
-    except TimeoutError:
-        await _stop(process)
-        return f"git {args[0]} took over {GIT_TIMEOUT_S:g}s"
-    except asyncio.CancelledError:
-        await _stop(process)
-        raise
-    if process.returncode != 0 and args[0] == "status":
-        message = err.decode("utf-8", errors="replace").strip().splitlines()
-        return f"git status failed: {message[-1] if message else process.returncode}"
-    return out[:_OUTPUT_LIMIT] if process.returncode == 0 else f"exit {process.returncode}"
-
-
-async def _stop(process: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    await process.wait()
 
 
 def requirement_problem(
