@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import time
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from runner import __version__
@@ -61,6 +62,13 @@ class ChildBudget(Budget):
                     f"(${parent.cost_usd:.4f}/${parent.max_cost_usd:.2f})",
                 )
             parent = parent.parent if isinstance(parent, ChildBudget) else None
+
+    def cost_holders(self) -> Iterator[Budget]:
+        """This child's budget and every parent's: a child's calls are held against them all."""
+        budget: Budget | None = self
+        while budget is not None:
+            yield budget
+            budget = budget.parent if isinstance(budget, ChildBudget) else None
 
     def charge(self, usage: Usage, cost_usd: float) -> None:
         super().charge(usage, cost_usd)
