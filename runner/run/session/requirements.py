@@ -3,25 +3,26 @@
 - `min_tool_calls: N`: at least N tool calls the policy let through (attempt_completion aside).
 - `no_denied_calls: true`: no tool call refused by the tool policy.
 - `changed_files: true`: the workdir's git state differs at completion from the task's start.
-  The state is HEAD, the list of the workdir's files (untracked included, ignored ones not;
-  tracked files of HEAD too) and the content of each, so an edit to a file that was already
-  modified, or a commit, counts as a change too. The loader refuses `changed_files` outside a
-  git repository (exit 2). On resume the baseline is the resumed session's start.
+  The state is HEAD and the tree of the workdir's files as `git add -A` would record them
+  (untracked files included, ignored ones not), so an edit to a file that was already modified,
+  or a commit, counts as a change too; staging alone does not. The loader refuses
+  `changed_files` outside a git repository (exit 2). On resume the baseline is the resumed
+  session's start.
 
 The agent can write `.git/config`, `.gitattributes` and the `.git` file, so git runs as the
 runner's own git does (`runner.run.session.gitsafe`): the git folder is recorded with the
-baseline, before the agent runs; the listing comes from a shadow git folder with an empty index
-and no repository config (no filter, fsmonitor or hook can run); the environment is minimal.
+baseline, before the agent runs; `git add` and `write-tree` run in a shadow git folder with no
+repository config (no filter, fsmonitor or hook can run) and an index of the runner's, seeded
+from the repository's own at the start (so only files whose times changed are hashed); the
+environment is minimal.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
-import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.run.session.gitsafe import GitFolder, Shadow, git_env, record_folder, run_git
@@ -30,8 +31,8 @@ from runner.task import Require
 
 __all__ = ["GitState", "git_state", "requirement_problem"]
 
-_LIST_LIMIT = 8 * 1024 * 1024
-"""Bytes of a file listing read; a listing past this is compared by what was read."""
+_INDEX_LIMIT = 512 * 1024 * 1024
+"""A repository's index larger than this is not copied: the fingerprint then hashes every file."""
 
 
 @dataclass(frozen=True)
@@ -42,31 +43,44 @@ class GitState:
     error: str = ""
     folder: GitFolder | None = None
     """The git folder recorded with the baseline; the state at the end reads it, not `.git`."""
+    index: bytes = field(default=b"", repr=False, compare=False)
+    """The shadow's index after the baseline: its file times let git hash only what changed."""
 
 
 async def git_state(
     workdir: Path, env: Mapping[str, str], baseline: GitState | None = None
 ) -> GitState:
-    """Fingerprint HEAD, the workdir's files and their content. Without `baseline` (at the
-    start, before the agent runs) the git folder is found and recorded; with it, reused."""
+    """Fingerprint HEAD and the workdir's files (`git add -A` into a shadow index, then
+    `write-tree`). Without `baseline` (at the start, before the agent runs) the git folder is
+    found and recorded, and the repository's own index seeds the shadow's; with it, reused."""
     folder = baseline.folder if baseline is not None else None
     if folder is None:
         folder = await asyncio.to_thread(record_folder, workdir, env)
-    if folder is None:
-        return GitState(error=f"{workdir} is not in a git work tree")
+        if folder is None:
+            return GitState(error=f"{workdir} is not in a git work tree")
+        seed = await asyncio.to_thread(_read_index, folder.git_dir / "index")
+    else:
+        seed = baseline.index if baseline is not None else b""
     head = await _head(folder, env)
     shadow = Shadow(folder, folder.top, head or "0" * 40)
     try:
-        listed = await _listing(shadow, env, workdir, head)
+        tree = await _tree(shadow, env, workdir, seed)
+        if tree.startswith("error: ") and seed:  # an index git cannot read in the shadow (split)
+            tree = await _tree(shadow, env, workdir, b"")
+        index = await asyncio.to_thread(_read_index, shadow.path / "index")
     finally:
         shadow.close()
-    if isinstance(listed, str):
-        return GitState(error=listed, folder=folder)
-    digest = hashlib.sha256((head or "(no HEAD)").encode())
-    for name in sorted(set(listed.split(b"\0")) - {b""}):
-        digest.update(name + b"\0")
-        digest.update(_content_digest(folder.top / os.fsdecode(name)))
-    return GitState(digest=digest.hexdigest(), folder=folder)
+    if tree.startswith("error: "):
+        return GitState(error=tree.removeprefix("error: "), folder=folder)
+    digest = hashlib.sha256(f"{head or '(no HEAD)'} {tree}".encode())
+    return GitState(digest=digest.hexdigest(), folder=folder, index=index)
+
+
+def _read_index(path: Path) -> bytes:
+    try:
+        return path.read_bytes() if path.stat().st_size <= _INDEX_LIMIT else b""
+    except OSError:
+        return b""
 
 
 async def _head(folder: GitFolder, env: Mapping[str, str]) -> str:
@@ -76,48 +90,21 @@ async def _head(folder: GitFolder, env: Mapping[str, str]) -> str:
     return out.decode("ascii", errors="replace").strip() if code == 0 else ""
 
 
-async def _listing(shadow: Shadow, env: Mapping[str, str], workdir: Path, head: str) -> bytes | str:
-    """Every file of the workdir git does not ignore, and HEAD's files there, NUL-separated
-    and relative to the top; or what went wrong. The shadow's index is empty, so every file
-    on disk is `other`; nothing is written."""
-    code, others, err = await shadow.run(
-        env,
-        "ls-files",
-        "-z",
-        "--full-name",
-        "--others",
-        "--exclude-standard",
-        "--",
-        ".",
-        cwd=workdir,
-    )
+async def _tree(shadow: Shadow, env: Mapping[str, str], workdir: Path, seed: bytes) -> str:
+    """The tree id of the work tree with the workdir's files as they are now (untracked ones
+    included, ignored ones not), or `error: ...`. The blobs and trees go into the repository's
+    object store, unreferenced (git gc removes them in time)."""
+    index = shadow.path / "index"
+    index.unlink(missing_ok=True)
+    if seed:
+        await asyncio.to_thread(index.write_bytes, seed)
+    code, _, err = await shadow.run(env, "add", "-A", "--", ".", cwd=workdir)
     if code != 0:
-        return f"git ls-files failed: {err.splitlines()[-1] if err else code}"
-    tracked = b""
-    if head:
-        code, tracked, err = await shadow.run(
-            env, "ls-tree", "-r", "-z", "--name-only", "--full-name", head, "--", ".", cwd=workdir
-        )
-        if code != 0:
-            return f"git ls-tree failed: {err.splitlines()[-1] if err else code}"
-    return (others[:_LIST_LIMIT] + b"\0" + tracked[:_LIST_LIMIT]).strip(b"\0")
-
-
-def _content_digest(path: Path) -> bytes:
-    """The file's content hash; a folder, a missing file or an unreadable one by what it is."""
-    if path.is_symlink():
-        with contextlib.suppress(OSError):
-            return b"link:" + os.fsencode(path.readlink())
-    if not path.is_file():
-        return b"missing" if not path.exists() else b"other"
-    digest = hashlib.sha256()
-    try:
-        with path.open("rb") as handle:
-            while chunk := handle.read(1 << 20):
-                digest.update(chunk)
-    except OSError as error:
-        return f"unreadable:{error.errno}".encode()
-    return digest.digest()
+        return f"error: git add failed: {err.splitlines()[-1] if err else code}"
+    code, out, err = await shadow.run(env, "write-tree")
+    if code != 0:
+        return f"error: git write-tree failed: {err.splitlines()[-1] if err else code}"
+    return out.decode("ascii", errors="replace").strip()
 
 
 def requirement_problem(
