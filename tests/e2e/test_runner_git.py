@@ -83,7 +83,9 @@ def suite(*names: str) -> dict[str, Any]:
 def scenarios(base: Path) -> dict[str, Scenario]:
     return {
         "redirect": attack(REDIRECT.format(leak=base / "redirect" / "leak.txt"), WORKTREE),
-        "original_index": attack("sed -i 's#/worktrees/.*##' .git && echo new > new.txt", WORKTREE),
+        "original_index": attack(
+            "git init -q nested && sed -i 's#/worktrees/.*##' .git && echo new > new.txt", WORKTREE
+        ),
         "changed_files": attack(
             # Same size, new mtime: git status hashes the file, through the filter.
             FILTER.format(leak=base / "changed_files" / "leak.txt")

@@ -222,6 +222,22 @@ class Shadow:
             raise GitError(f"git {' '.join(args[:2])} failed in {where}: {err or f'exit {code}'}")
         return out
 
+    async def add(self, env: Mapping[str, str], *pathspec: str, cwd: Path | None = None) -> str:
+        """`git add -A` of `pathspec` into the shadow's index: "" when it worked, else git's
+        error. A nested repository without a commit (an agent's `git init x`) cannot be
+        added; it is left out, as git leaves out what it cannot index with --ignore-errors."""
+        code, _, err = await self.run(env, "add", "--ignore-errors", "-A", "--", *pathspec, cwd=cwd)
+        if code == 0:
+            return ""
+        problems = [
+            line
+            for line in err.splitlines()
+            if not line.startswith("warning:")
+            and not line.endswith("does not have a commit checked out")
+            and line != "fatal: adding files failed"
+        ]
+        return "\n".join(problems) or ("" if err else f"git add: exit {code}")
+
     def close(self) -> None:
         """Remove the shadow's folder (the objects it wrote stay in the repository)."""
         shutil.rmtree(self.path, ignore_errors=True)

@@ -98,9 +98,8 @@ async def _tree(shadow: Shadow, env: Mapping[str, str], workdir: Path, seed: byt
     index.unlink(missing_ok=True)
     if seed:
         await asyncio.to_thread(index.write_bytes, seed)
-    code, _, err = await shadow.run(env, "add", "-A", "--", ".", cwd=workdir)
-    if code != 0:
-        return f"error: git add failed: {err.splitlines()[-1] if err else code}"
+    if problem := await shadow.add(env, ".", cwd=workdir):
+        return f"error: git add failed: {problem.splitlines()[-1]}"
     code, out, err = await shadow.run(env, "write-tree")
     if code != 0:
         return f"error: git write-tree failed: {err.splitlines()[-1] if err else code}"

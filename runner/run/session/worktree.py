@@ -1,20 +1,22 @@
 """Git mechanics of `isolation: worktree` (DESIGN 15, 18): make, diff and remove a task's worktree.
 
-A task's worktree is a detached `git worktree` of its workdir's repository, in a fresh temporary
-folder, plus the checkout's uncommitted changes: tracked modifications (staged or not) and
-untracked files that are not ignored. No branch or ref is created. Before the task starts, the
-runner snapshots that starting state as a commit of its own (HEAD as parent; `snapshot`). The
-task's change is the difference between the snapshot and the worktree at the end, limited to the
-task's workdir: a task that changed nothing leaves no patch, the carried-over changes are in no
-patch, and `git apply` takes the patch on the original checkout as it is, uncommitted changes
-included. The snapshot's objects stay in the repository's object store (nothing refers to them;
-`git gc` removes them in time), so resume on that checkout starts from the snapshot again.
+Before the task starts, the runner snapshots its workdir's checkout as a commit of its own
+(`snapshot`, HEAD as its parent, no ref): HEAD plus the uncommitted changes, tracked
+modifications (staged or not) and untracked files that are not ignored, but the run's artifacts
+folder. The task's worktree is a detached `git worktree` at that commit, in a fresh temporary
+folder. The task's change is the difference between the snapshot and the worktree at the end,
+limited to the task's workdir: a task that changed nothing leaves no patch, the carried-over
+changes are in no patch, and `git apply` takes the patch on the original checkout as it is,
+uncommitted changes included. The snapshot's objects stay in the repository's object store
+(nothing refers to them; `git gc` removes them in time), so resume on that checkout starts from
+the snapshot again.
 
-Every git command that reads the worktree after the agent could write it runs in a `Shadow`
-(`runner.run.session.gitsafe`): the minimal environment, the git folder recorded at creation,
-no repository config. The commands on the original checkout (rev-parse, worktree add/remove,
-the carried-over diff) run before the agent starts, with the same environment and options.
-"""
+Every `add`, `read-tree`, `apply`, `diff` and commit runs in a `Shadow`
+(`runner.run.session.gitsafe`): the minimal environment, the git folder recorded before the
+agent ran, no repository config, so no filter, hook or fsmonitor of the repository's runs, at the
+start (a checkout an earlier task in place may have written) or the end. The commands that run
+with the repository's own config (rev-parse, `worktree add --no-checkout`, `worktree prune`)
+run no such program either, and get the same environment and options."""
 
 from __future__ import annotations
 
@@ -144,13 +146,28 @@ async def create_worktree(
     patch: Path | None = None,
     snapshot: str | None = None,
 ) -> Worktree:
-    """A fresh worktree of `repo` at `snapshot` (a resumed session's start; default: its head).
-    With `carry`, the checkout's uncommitted changes copied in (except files under `exclude`)
-    and the result snapshotted; then `patch` applied when given."""
+    """A fresh worktree of `repo`. With `carry`, at a snapshot of the checkout as it is (HEAD
+    plus its uncommitted changes, but files under `exclude`); else at `snapshot` (a resumed
+    session's start) when the repository has it, or at its head. Then `patch` applied."""
+    if carry:
+        start = await _snapshot_checkout(repo, env, exclude)
+    elif snapshot and await _has_commit(repo, env, snapshot):
+        start = snapshot
+    else:
+        start = repo.head
     path = Path(tempfile.mkdtemp(prefix="agent-runner-worktree-"))
-    start = snapshot if snapshot and await _has_commit(repo, env, snapshot) else repo.head
     async with _locks.setdefault(repo.top, asyncio.Lock()):
-        await _must(repo.top, env, "worktree", "add", "--detach", "--force", str(path), start)
+        await _must(
+            repo.top,
+            env,
+            "worktree",
+            "add",
+            "--detach",
+            "--force",
+            "--no-checkout",
+            str(path),
+            start,
+        )
     folder = await asyncio.to_thread(record_folder, path, env)
     if folder is None:
         await _remove(repo.top, path, env)
@@ -158,10 +175,10 @@ async def create_worktree(
     shadow = Shadow(folder, path, start)
     tree = Worktree(repo, path, shadow, start)
     try:
-        await shadow.must(env, "read-tree", start)
-        if carry:
-            await _carry_changes(repo, tree, env, exclude)
-            tree = Worktree(repo, path, shadow, await _snapshot(tree, env))
+        # The checkout, by the shadow: no smudge filter or hook of the repository's runs. Its
+        # index, file times and all, becomes the worktree's own, for the agent's git.
+        await shadow.must(env, "read-tree", "-u", "--reset", start)
+        await asyncio.to_thread(shutil.copyfile, shadow.path / "index", folder.git_dir / "index")
         if patch is not None and patch.stat().st_size:
             await shadow.must(env, "apply", "--binary", "--whitespace=nowarn", str(patch))
     except BaseException:
@@ -178,46 +195,45 @@ async def _has_commit(repo: Repository, env: Mapping[str, str], commit: str) -> 
     return code == 0
 
 
-async def _snapshot(tree: Worktree, env: Mapping[str, str]) -> str:
-    """Commit the worktree as it is (before the agent runs), HEAD as its parent."""
-    shadow, head = tree.shadow, tree.repository.head
-    await shadow.must(env, "add", "-A", "--", ".")
-    found = (await shadow.must(env, "write-tree")).decode().strip()
-    message = b"agent-runner: the task's starting state (HEAD plus uncommitted changes)\n"
-    commit = await shadow.must(env, "commit-tree", found, "-p", head, stdin=message)
+async def _snapshot_checkout(
+    repo: Repository, env: Mapping[str, str], exclude: tuple[Path, ...]
+) -> str:
+    """Commit the checkout as it is, HEAD as the parent: `git add -A` (but `exclude`) into a
+    shadow index seeded from the checkout's own, then `write-tree` and `commit-tree`."""
+    folder = await asyncio.to_thread(record_folder, repo.top, env)
+    if folder is None:
+        raise GitError(f"{repo.top} is no longer a git work tree")
+    shadow = Shadow(folder, repo.top, repo.head)
+    skip = [
+        f":(top,exclude){out.relative_to(repo.top).as_posix()}"
+        for out in exclude
+        if out.is_relative_to(repo.top) and out != repo.top
+    ]
+    try:
+        # Seeded from the checkout's index, git hashes only the files whose times changed; an
+        # index the shadow cannot read (a split index) is replaced by HEAD's tree.
+        with contextlib.suppress(OSError):
+            await asyncio.to_thread(
+                shutil.copyfile, folder.git_dir / "index", shadow.path / "index"
+            )
+        if await shadow.add(env, ":(top)", *skip):
+            await shadow.must(env, "read-tree", repo.head)
+            if problem := await shadow.add(env, ":(top)", *skip):
+                raise GitError(f"git add failed in {repo.top}: {problem}")
+        found = (await shadow.must(env, "write-tree")).decode().strip()
+        message = b"agent-runner: the task's starting state (HEAD plus uncommitted changes)\n"
+        commit = await shadow.must(env, "commit-tree", found, "-p", repo.head, stdin=message)
+    finally:
+        shadow.close()
     return commit.decode().strip()
-
-
-async def _carry_changes(
-    repo: Repository, tree: Worktree, env: Mapping[str, str], exclude: tuple[Path, ...]
-) -> None:
-    tracked = await _must(repo.top, env, "diff", *_DIFF, "HEAD")
-    if tracked:
-        await tree.shadow.must(env, "apply", "--binary", "--whitespace=nowarn", stdin=tracked)
-    listed = await _must(repo.top, env, "ls-files", "--others", "--exclude-standard", "-z")
-    names = filter(None, listed.decode("utf-8", errors="surrogateescape").split("\0"))
-    # Copies off the event loop: a checkout may hold many untracked files.
-    await asyncio.to_thread(_copy_untracked, repo.top, tree.path, list(names), exclude)
-
-
-def _copy_untracked(top: Path, into: Path, names: list[str], exclude: tuple[Path, ...]) -> None:
-    for name in names:
-        source = top / name
-        if any(source.is_relative_to(folder) for folder in exclude):
-            continue  # the run's own artifacts folder, when it lies inside the checkout
-        target = into / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if source.is_symlink():
-            target.symlink_to(source.readlink())
-        elif source.is_file():
-            shutil.copy2(source, target)
 
 
 async def task_diff(tree: Worktree, env: Mapping[str, str]) -> bytes:
     """What the task changed in its workdir since the snapshot, new files included, as a patch
     with paths relative to the repository's top."""
     where = tree.repository.subdir.as_posix()
-    await tree.shadow.must(env, "add", "-A", "--", where)
+    if problem := await tree.shadow.add(env, where):
+        raise GitError(f"git add failed in {tree.path}: {problem}")
     return await tree.shadow.must(env, "diff", "--cached", *_DIFF, tree.snapshot, "--", where)
 
 
