@@ -169,11 +169,17 @@ def record_folder(folder: Path, env: Mapping[str, str]) -> GitFolder | None:
 class Shadow:
     """A git folder of the runner's own over a recorded repository: its object store, a private
     index, HEAD at a given commit, no config of the repository's. Writes objects into the
-    repository (as `git add` does), nothing else. `close()` removes it."""
+    repository (as `git add` does; with `keep_objects=False` into itself), nothing else.
+    `close()` removes it."""
 
-    def __init__(self, folder: GitFolder, work_tree: Path, head: str) -> None:
+    def __init__(
+        self, folder: GitFolder, work_tree: Path, head: str, *, keep_objects: bool = True
+    ) -> None:
         self.folder = folder
         self.work_tree = work_tree
+        self.keep_objects = keep_objects
+        """False: objects are written into the shadow (and go with it); the repository's are
+        read through `GIT_ALTERNATE_OBJECT_DIRECTORIES`."""
         self.path = Path(tempfile.mkdtemp(prefix="agent-runner-git-"))
         for name in ("objects", "refs", "info"):
             (self.path / name).mkdir()
@@ -190,13 +196,17 @@ class Shadow:
 
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
         """`git_env` pinned to this shadow and the recorded repository's objects."""
-        return git_env(
+        objects = self.folder.common_dir / "objects"
+        pinned = git_env(
             env,
             GIT_DIR=str(self.path),
             GIT_WORK_TREE=str(self.work_tree),
             GIT_INDEX_FILE=str(self.path / "index"),
-            GIT_OBJECT_DIRECTORY=str(self.folder.common_dir / "objects"),
+            GIT_OBJECT_DIRECTORY=str(objects if self.keep_objects else self.path / "objects"),
         )
+        if not self.keep_objects:
+            pinned["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = str(objects)
+        return pinned
 
     async def run(
         self,

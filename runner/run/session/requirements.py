@@ -13,8 +13,8 @@ The agent can write `.git/config`, `.gitattributes` and the `.git` file, so git 
 runner's own git does (`runner.run.session.gitsafe`): the git folder is recorded with the
 baseline, before the agent runs; `git add` and `write-tree` run in a shadow git folder with no
 repository config (no filter, fsmonitor or hook can run) and an index of the runner's, seeded
-from the repository's own at the start (so only files whose times changed are hashed); the
-environment is minimal.
+from the repository's own at the start (so only files whose times changed are hashed), objects
+of its own (the checkout's object store is not written); the environment is minimal.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ async def git_state(
     else:
         seed = baseline.index if baseline is not None else b""
     head = await _head(folder, env)
-    shadow = Shadow(folder, folder.top, head or "0" * 40)
+    shadow = Shadow(folder, folder.top, head or "0" * 40, keep_objects=False)
     try:
         tree = await _tree(shadow, env, workdir, seed)
         if tree.startswith("error: ") and seed:  # an index git cannot read in the shadow (split)
@@ -92,8 +92,8 @@ async def _head(folder: GitFolder, env: Mapping[str, str]) -> str:
 
 async def _tree(shadow: Shadow, env: Mapping[str, str], workdir: Path, seed: bytes) -> str:
     """The tree id of the work tree with the workdir's files as they are now (untracked ones
-    included, ignored ones not), or `error: ...`. The blobs and trees go into the repository's
-    object store, unreferenced (git gc removes them in time)."""
+    included, ignored ones not), or `error: ...`. The blobs and trees go into the shadow's own
+    object store, removed with it: the checkout's is left as it was."""
     index = shadow.path / "index"
     index.unlink(missing_ok=True)
     if seed:
