@@ -230,7 +230,9 @@ async def run_isolated(
         outcome = await run(_in_worktree(task, tree, facts))
     finally:
         written, problem = await _save_patch(tree, env, target)
-        if not keep:
+        if keep:
+            tree.shadow.close()  # the runner's git folder goes; the worktree stays
+        else:
             await remove_worktree(tree, env)
     if problem:
         outcome = dataclasses.replace(
