@@ -81,6 +81,8 @@ def split_command(text: str) -> CommandLine:
     if len(text) > MAX_COMMAND_CHARS:
         line.readable = line.simple = False
         return line
+    # Blank lines around the command (a model's trailing newline) separate nothing.
+    text = text.strip(" \t\n")
     scanner = _Scanner(text, line)
     end = scanner.commands(0, None, 0)
     if end < len(text):  # a `)` with no `(`

@@ -11,6 +11,7 @@ from runner.run.guard.commandline import MAX_COMMAND_CHARS, MAX_DEPTH, split_com
     ("text", "command"),
     [
         ("git status", "git status"),
+        ("\n git status\n\n", "git status"),
         ("  git   status\t-s ", "git status -s"),
         ("git status 'a;b'", "git status a;b"),
         ('git status "a && b"', "git status a && b"),
