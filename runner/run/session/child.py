@@ -107,6 +107,9 @@ async def run_child(
         limits.max_cost_usd,
         ctx.run_budget,
         parent=frame.budget,
+        # Held while a call runs, as the parent's are: without it a child's estimate was its
+        # prompt alone, and children at once overshot the parent's limit.
+        reserve_output_tokens=frame.budget.reserve_output_tokens,
     )
     child_frame = SessionFrame(
         task=frame.task,
