@@ -63,7 +63,7 @@ SAFE_CONFIG = (
 and excludes off; no garbage collection; no fetch of any kind (a partial clone's lazy fetch)."""
 _NO_GIT = "git is not installed (not on PATH); install git or use isolation: none"
 _EXCLUDE_LIMIT = 1 << 20
-_WHERE = ("--show-toplevel", "--absolute-git-dir", "--git-common-dir")
+_WHERE = ("--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--show-object-format")
 
 
 class GitError(RunnerError):
@@ -141,6 +141,8 @@ class GitFolder:
     """Its git folder (for a linked worktree, `<repo>/.git/worktrees/NAME`)."""
     common_dir: Path
     """The repository's git folder: objects, refs, `info/exclude`."""
+    object_format: str = "sha1"
+    """`sha1` or `sha256`, for the shadow's config."""
 
 
 def record_folder(folder: Path, env: Mapping[str, str]) -> GitFolder | None:
@@ -160,10 +162,11 @@ def record_folder(folder: Path, env: Mapping[str, str]) -> GitFolder | None:
     except subprocess.TimeoutExpired:
         return None
     lines = done.stdout.decode("utf-8", errors="surrogateescape").splitlines()
-    if done.returncode != 0 or len(lines) != 3:
+    if done.returncode != 0 or len(lines) != 4:
         return None
     top, git_dir = Path(lines[0]).resolve(), Path(lines[1]).resolve()
-    return GitFolder(top, git_dir, (folder / lines[2]).resolve())
+    sha256 = lines[3] == "sha256"
+    return GitFolder(top, git_dir, (folder / lines[2]).resolve(), "sha256" if sha256 else "sha1")
 
 
 class Shadow:
@@ -183,7 +186,7 @@ class Shadow:
         self.path = Path(tempfile.mkdtemp(prefix="agent-runner-git-"))
         for name in ("objects", "refs", "info"):
             (self.path / name).mkdir()
-        sha256 = len(head) == 64
+        sha256 = folder.object_format == "sha256"
         config = f"[core]\n\trepositoryformatversion = {int(sha256)}\n\tbare = false\n"
         if sha256:
             config += "[extensions]\n\tobjectformat = sha256\n"

@@ -62,7 +62,12 @@ async def git_state(
     else:
         seed = baseline.index if baseline is not None else b""
     head = await _head(folder, env)
-    shadow = Shadow(folder, folder.top, head or "0" * 40, keep_objects=False)
+    shadow = Shadow(
+        folder,
+        folder.top,
+        head or "0" * (64 if folder.object_format == "sha256" else 40),
+        keep_objects=False,
+    )
     try:
         tree = await _tree(shadow, env, workdir, seed)
         if tree.startswith("error: ") and seed:  # an index git cannot read in the shadow (split)
