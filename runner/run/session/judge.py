@@ -62,7 +62,9 @@ async def judge_completion(
     """None when the completion `result` passes; else the first reason it does not. `mask`
     masks secrets in what goes back to the agent."""
     success = task.spec.success
-    after = await git_state(task.workdir, env) if success.require.changed_files else None
+    after = (
+        await git_state(task.workdir, env, git_before) if success.require.changed_files else None
+    )
     unmet = requirement_problem(success.require, budget, git_before, after)
     if unmet is not None:
         return Verdict("requirement", unmet, "")
