@@ -244,7 +244,7 @@ class Shadow:
             return ""
         problems = [
             line
-            for line in err.splitlines()
+            for line in _without_ignored_notice(err.splitlines())
             if not line.startswith("warning:")
             and not line.endswith("does not have a commit checked out")
             and line != "fatal: adding files failed"
@@ -254,3 +254,25 @@ class Shadow:
     def close(self) -> None:
         """Remove the shadow's folder (the objects it wrote stay in the repository)."""
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+_IGNORED_NOTICE = "The following paths are ignored by one of your .gitignore files"
+
+
+def _without_ignored_notice(lines: list[str]) -> list[str]:
+    """`lines` without git's notice that a pathspec names an ignored path (its paths and hints):
+    an exclude pathspec of an ignored folder (`--out` under `.gitignore`) draws it, and exit 1,
+    though everything else was added."""
+    kept: list[str] = []
+    skipping = hinted = False
+    for line in lines:
+        if line.startswith(_IGNORED_NOTICE):
+            skipping, hinted = True, False
+        elif skipping and line.startswith("hint:"):
+            hinted = True
+        elif skipping and not hinted:
+            pass  # one of the ignored paths
+        else:
+            skipping = False
+            kept.append(line)
+    return kept
