@@ -299,7 +299,7 @@ async def _run_all(
                     parent=job.resume.worktree if job.resume else None,
                 )
                 outcome = await traced_task(job.task, job.llm, ctx.redactor, run)
-            results[index] = outcome = _as_sample(outcome, job)
+            results[index] = outcome = job.as_sample(outcome)
             _report_finished(outcome, console, ctx.redactor, github, options.verbose)
             failed = outcome.status != "passed"
             # A failed sample stops the run only once its task can no longer pass.
@@ -323,63 +323,12 @@ async def _run_all(
             outcomes.append(results[index])
         elif job.started and not ctx.interrupted:
             error = ended[index] if index < len(ended) else None
-            outcomes.append(_lost(job, error))
+            outcomes.append(job.lost(error))
         elif ctx.interrupted:
-            outcomes.append(_not_started(job, ctx))
+            outcomes.append(job.not_started(ctx.signal_exit))
         elif stopped_by:
-            outcomes.append(_skipped(job, stopped_by[0]))
+            outcomes.append(job.skipped(stopped_by[0]))
     return outcomes
-
-
-def _as_sample(outcome: TaskOutcome, job: Job) -> TaskOutcome:
-    """The outcome with its task's sample index and K (DESIGN 22); as it is for a task run once."""
-    if not job.task.of:
-        return outcome
-    return dataclasses.replace(outcome, sample=job.task.sample, of=job.task.of)
-
-
-def _lost(job: Job, error: BaseException | None) -> TaskOutcome:
-    """A task that ended without an outcome (a bug): reported as an internal error, not lost."""
-    return TaskOutcome(
-        sample=job.task.sample,
-        of=job.task.of,
-        name=job.task.name,
-        task_file=job.task.file,
-        status="error",
-        reason=f"internal error: the task ended without an outcome ({error!r})",
-        kind="internal",
-        exit_code=ExitCode.INTERNAL,
-        model=f"{job.llm.provider}:{job.llm.model}",
-    )
-
-
-def _not_started(job: Job, ctx: RunContext, reason: str | None = None) -> TaskOutcome:
-    return TaskOutcome(
-        sample=job.task.sample,
-        of=job.task.of,
-        name=job.task.name,
-        task_file=job.task.file,
-        status="interrupted",
-        reason=reason or "not started: the run was interrupted",
-        kind="signal",
-        exit_code=ctx.signal_exit,
-        model=f"{job.llm.provider}:{job.llm.model}",
-    )
-
-
-def _skipped(job: Job, stopped_by: TaskOutcome) -> TaskOutcome:
-    """A task `--fail-fast` kept from starting: listed, so that no report loses it."""
-    status = stopped_by.status.replace("_", " ")
-    return TaskOutcome(
-        sample=job.task.sample,
-        of=job.task.of,
-        name=job.task.name,
-        task_file=job.task.file,
-        status="skipped",
-        reason=f"not started: --fail-fast stopped the run after {stopped_by.label} {status}",
-        kind="fail_fast",
-        model=f"{job.llm.provider}:{job.llm.model}",
-    )
 
 
 def _install_signal_handlers(
@@ -419,7 +368,7 @@ def _write_stuck_reports(
     ctx.interrupted = True
     stuck = f"interrupted: still running {ctx.settings.shutdown_grace_s:g} s after {sig.name}"
     outcomes = [
-        results.get(i) or _not_started(job, ctx, stuck if job.started else None)
+        results.get(i) or job.not_started(ctx.signal_exit, stuck if job.started else None)
         for i, job in enumerate(jobs)
     ]
     junit = options.junit or options.out / "junit.xml"

@@ -5,7 +5,6 @@ Every problem is reported as `file:line:column: field: message (hint)`, all at o
 
 from __future__ import annotations
 
-import glob
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from runner.errors import ConfigError, Problem, TaskFileError
+from runner.errors import Problem, TaskFileError
 from runner.llm import spec_problem
 from runner.mcp import WORKSPACE, ExtensionConfig, overlay, workspace_extension
 from runner.task.agents import config_agent_layer
@@ -25,9 +24,8 @@ from runner.task.secrets import declared_secrets, extension_secrets
 from runner.task.toolcheck import static_unmatched
 from runner.task.yamlsource import Located, Path_, YamlError, load_located
 
-__all__ = ["Task", "discover_task_files", "load_tasks"]
+__all__ = ["Task", "load_tasks"]
 
-TASK_SUFFIXES = (".yaml", ".yml")
 _TEMPLATED_FIELDS = ("prompt", "description")
 
 
@@ -83,28 +81,6 @@ class Task:
             extensions={k: v.model_dump(mode="json") for k, v in self.extensions.items()},
         )
         return data
-
-
-def discover_task_files(patterns: Iterable[str]) -> list[Path]:
-    """Task files from files, directories (searched recursively) and globs, in a stable order."""
-    found: dict[Path, None] = {}
-    for pattern in patterns:
-        path = Path(pattern)
-        if path.is_dir():
-            matches = sorted(p for p in path.rglob("*") if p.suffix in TASK_SUFFIXES)
-            if not matches:
-                raise ConfigError(f"{pattern}: no .yaml or .yml task files in this directory")
-        elif path.exists():
-            matches = [path]
-        else:
-            # glob.glob, not Path.glob: users pass absolute patterns too.
-            matches = sorted(Path(p) for p in glob.glob(pattern, recursive=True))  # noqa: PTH207
-            matches = [p for p in matches if p.is_file()]
-            if not matches:
-                raise ConfigError(f"{pattern}: no such task file, directory or glob match")
-        for match in matches:
-            found.setdefault(match.resolve(), None)
-    return list(found)
 
 
 def load_tasks(

@@ -41,7 +41,7 @@ from runner.run.guard import (
 )
 from runner.run.session.checks import structured_result
 from runner.run.session.child import run_child
-from runner.run.session.header import error_kind, session_header, tool_drift
+from runner.run.session.header import end_log, error_kind, session_header, tool_drift, totals_of
 from runner.run.session.judge import agent_failure_reason, judge_completion
 from runner.run.session.requirements import GitState, git_state
 from runner.run.session.tools import check_tool_patterns, task_system_prompt
@@ -187,11 +187,11 @@ async def _run_task(
         ctx.say(redactor.text(traceback.format_exc()))
     if status == "passed" and (gate := state.findings.gate(ctx.settings.fail_on)):
         status, kind, reason, code = "failed", "findings", gate, ExitCode.FAILED  # DESIGN 21
-    totals = _totals(state)
+    totals = totals_of(state.budget, state.started)
     result = state.completion.result if state.completion else ""
     if status != "interrupted" and state.log is not None and not state.log.ended:
         await end_hooks(state.hooks, status, reason)  # not on the way out after a signal
-    lost = _end_log(state, status, reason, totals, result, kind)
+    lost = end_log(state.log, status, reason, totals, result, kind)
     if lost is not None and code in (ExitCode.OK, ExitCode.FAILED, ExitCode.BUDGET):
         # The outcome stands in JUnit and the summary, but the log that backs it is incomplete.
         status, kind, reason, code = "error", "artifacts", str(lost), lost.exit_code
@@ -213,36 +213,6 @@ async def _run_task(
         ),
         child_sessions=tuple(state.children),
         findings=state.findings.result(),
-    )
-
-
-def _end_log(
-    state: _State, status: Status, reason: str, totals: Totals, result: str, kind: str
-) -> LogWriteError | None:
-    """Write the log's end line and close it; the error when the log cannot be written."""
-    log = state.log
-    if log is None or log.ended:
-        return None
-    try:
-        log.end(status, reason, totals, result or None, kind=kind)
-    except LogWriteError as error:
-        with contextlib.suppress(LogWriteError):
-            log.close()
-        return error
-    return None
-
-
-def _totals(state: _State) -> Totals:
-    usage = state.budget.usage
-    return Totals(
-        turns=state.budget.turns,
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cache_read_tokens=usage.cache_read_tokens,
-        cache_write_tokens=usage.cache_write_tokens,
-        cost_usd=round(state.budget.cost_usd, 6),
-        tool_calls=state.budget.tool_calls,
-        duration_s=round(time.monotonic() - state.started, 3),
     )
 
 
