@@ -51,7 +51,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if exc.exit_code == ExitCode.USAGE:
             from runner.run import annotate_config_error
 
-            annotate_config_error(str(exc), json_output=getattr(args, "output", "") == "json")
+            json_output = getattr(args, "output", "") == "json"
+            annotate_config_error(str(exc), json_output=json_output, outputs=True)
         return exc.exit_code
     except BaseExceptionGroup as group:
         # Task groups wrap errors; an operator error inside one is still an operator error.
@@ -292,9 +293,8 @@ def _add_report(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     merge = sub.add_parser(
         "merge",
         help="merge shard JUnit files (and their summary.json) into one",
-        description="Merge JUnit XML files from shards into one. With --summary, also merge "
-        "the shards' summary.json files (written to summary.json beside OUT unless "
-        "--summary-output says otherwise).",
+        description="Merge JUnit XML files from shards into one, and with --summary their "
+        "summary.json files. A task found in several inputs (a re-run shard) is a warning.",
     )
     merge.add_argument("inputs", nargs="+", type=Path, metavar="JUNIT")
     merge.add_argument("-o", "--output", type=Path, required=True, metavar="OUT")
@@ -310,6 +310,12 @@ def _add_report(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         type=Path,
         metavar="OUT",
         help="merged summary path (default: summary.json beside OUT)",
+    )
+    merge.add_argument(
+        "--dedupe",
+        choices=["none", "latest"],
+        default="none",
+        help="a task in several inputs: count every copy (none) or only the newest (latest)",
     )
     merge.set_defaults(handler=_report_merge)
 
@@ -439,11 +445,6 @@ def _log_export(args: argparse.Namespace) -> int:
 
 
 def _report_merge(args: argparse.Namespace) -> int:
-    from runner.report import merge_summaries
-    from runner.report.junit import merge_junit
+    from runner.report import merge_reports
 
-    merge_junit(args.inputs, args.output)
-    if args.summary:
-        summary_out = args.summary_output or args.output.with_name("summary.json")
-        merge_summaries(args.summary, summary_out, junit=args.output)
-    return ExitCode.OK
+    return merge_reports(args.inputs, args.output, args.summary, args.summary_output, args.dedupe)

@@ -23,7 +23,9 @@ from runner.report.github import (
     group_start,
     write_outputs,
     write_step_summary,
+    write_usage_error,
 )
+from runner.report.merge import merge_reports
 from runner.report.results import result_file_name, write_results
 from runner.report.summary import (
     EXIT_CODE_MEANINGS,
@@ -53,6 +55,7 @@ __all__ = [
     "format_tokens",
     "group_end",
     "group_start",
+    "merge_reports",
     "merge_summaries",
     "result_file_name",
     "summary_json",
@@ -63,4 +66,5 @@ __all__ = [
     "write_results",
     "write_step_summary",
     "write_summary_json",
+    "write_usage_error",
 ]

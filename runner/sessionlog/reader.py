@@ -170,13 +170,14 @@ def _task_key(record: SessionRecord) -> tuple[str, str]:
     return name, str(where or record.header.get("task_file") or "")
 
 
-def sessions_to_resume(path: Path) -> list[Path]:
-    """The logs at `path` to resume: per task, only its latest session, and only when that one
+def sessions_to_resume(path: Path, *more: Path) -> list[Path]:
+    """The logs at `path` (and the `more` folders, taken together: the artifacts of several
+    shards or attempts) to resume: per task, only its latest session, and only when that one
     did not pass (failed, budget_exceeded, error, interrupted, or no end line). A session that
     another session there resumed is never the latest; among the rest the latest started last
     (`started_at`, then the file name). Sub-agent sessions are skipped: resuming their parent
     settles them."""
-    records = [read_session(p) for p in find_sessions(path)]
+    records = [read_session(p) for folder in (path, *more) for p in find_sessions(folder)]
     parents = {r.parent_id for r in records if r.parent_id}
     latest: dict[tuple[str, str], SessionRecord] = {}
     for record in records:

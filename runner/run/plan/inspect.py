@@ -90,13 +90,17 @@ def _pick(tasks: list[Task], name: str | None, path: str) -> Task:
     return tasks[0]
 
 
-def annotate_config_error(text: str, *, json_output: bool) -> None:
+def annotate_config_error(text: str, *, json_output: bool, outputs: bool = False) -> None:
     """Under GitHub Actions, `::error` annotations at the file and line of a configuration error
-    (on stderr under `--output json`, whose stdout is one JSON document)."""
-    from runner.report import GitHubActions, config_error_annotations
+    (on stderr under `--output json`, whose stdout is one JSON document); with `outputs`, also
+    the step outputs (`exit-code`, `result`) and a step summary line."""
+    from runner.report import GitHubActions, config_error_annotations, write_usage_error
 
-    if GitHubActions.from_env(environ()) is None:
+    github = GitHubActions.from_env(environ())
+    if github is None:
         return
     stream = sys.stderr if json_output else sys.stdout
     for line in config_error_annotations(text):
         print(line, file=stream, flush=True)
+    if outputs:
+        write_usage_error(github, text)

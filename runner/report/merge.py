@@ -1,0 +1,38 @@
+"""`agent-runner report merge`: the reports of shards (and of a shard's re-runs) joined into one.
+
+Each kind of input is one step of `merge_reports`: JUnit always, `summary.json` with
+`--summary`. A new kind (SARIF, repeated samples) is one more step that reads its files into
+`runner.report.dedupe.Source`s, so duplicates are found and kept or left out the same way.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from runner.errors import ExitCode
+from runner.report.dedupe import Dedupe
+from runner.report.summary import merge_summaries
+
+__all__ = ["merge_reports"]
+
+
+def merge_reports(
+    junit: list[Path],
+    output: Path,
+    summaries: list[Path] | None = None,
+    summary_output: Path | None = None,
+    dedupe: Dedupe = "none",
+) -> int:
+    """Merge the JUnit files into `output` and the summaries (if any) into `summary_output`
+    (default: summary.json beside `output`); print each warning about duplicates to stderr.
+    Raises ConfigError naming a missing or malformed input."""
+    from runner.report.junit import merge_junit  # junit_xml and ElementTree: only here
+
+    warnings = merge_junit(junit, output, dedupe)
+    if summaries:
+        target = summary_output or output.with_name("summary.json")
+        warnings += merge_summaries(summaries, target, junit=output, dedupe=dedupe)
+    for line in warnings:
+        print(f"agent-runner: {line}", file=sys.stderr)
+    return ExitCode.OK
