@@ -85,22 +85,34 @@ SCENARIOS: dict[str, Scenario] = {
 
 
 @pytest.fixture(scope="module")
-def jobs(module_dir: Path) -> Iterator[dict[str, Job]]:
+def ran(module_dir: Path) -> Iterator[dict[str, Job | Exception]]:
+    """Every scenario, run at once; a scenario that could not run holds its exception."""
     with FakeModelServer([], default=complete("ok")) as server:
         model_env = {"OPENAI_BASE_URL": server.openai_base_url, "OPENAI_API_KEY": "sk-action-1234"}
 
-        def run(name: str) -> Job:
+        def run(name: str) -> Job | Exception:
             files, steps, fields = SCENARIOS[name]
             root = module_dir / name
             job = new_job(root / "ws", Artifacts(root / "artifacts"), model_env, **fields)
             for path, text in files.items():
                 (job.workspace / path).parent.mkdir(parents=True, exist_ok=True)
                 (job.workspace / path).write_text(text, encoding="utf-8")
-            run_job(job, steps)
+            try:
+                run_job(job, steps)
+            except Exception as exc:  # one scenario's trouble fails its own tests only
+                return exc
             return job
 
         with ThreadPoolExecutor(max_workers=4) as pool:
             yield dict(zip(SCENARIOS, pool.map(run, SCENARIOS), strict=True))
+
+
+def scenario(ran: dict[str, Job | Exception], name: str) -> Job:
+    """The job of scenario `name`; the exception it ran into, raised."""
+    result = ran[name]
+    if isinstance(result, Exception):
+        raise result
+    return result
 
 
 def outputs(job: Job, step: str = "your-org/agent-runner@v1") -> dict[str, str]:
@@ -112,8 +124,10 @@ def summary_json(job: Job, out: str = "agent-runs") -> dict[str, Any]:
     return data
 
 
-def test_a_passing_task_sets_the_outputs_the_summary_and_uploads_its_artifact(jobs) -> None:
-    job = jobs["pass"]
+def test_a_passing_task_sets_the_outputs_the_summary_and_uploads_its_artifact(
+    ran: dict[str, Job | Exception],
+) -> None:
+    job = scenario(ran, "pass")
     assert not job.failed, job.explain()
     got = outputs(job)
     assert (got["passed"], got["failed"], got["exit-code"]) == ("1", "0", "0"), got
@@ -124,8 +138,10 @@ def test_a_passing_task_sets_the_outputs_the_summary_and_uploads_its_artifact(jo
     assert any("greet" in s and "passed" in s for s in job.summaries), job.summaries
 
 
-def test_a_failing_task_fails_the_step_and_still_reports_and_uploads(jobs) -> None:
-    job = jobs["fail"]
+def test_a_failing_task_fails_the_step_and_still_reports_and_uploads(
+    ran: dict[str, Job | Exception],
+) -> None:
+    job = scenario(ran, "fail")
     assert job.failed
     got = outputs(job)
     assert (got["passed"], got["failed"], got["exit-code"]) == ("0", "1", "1"), job.explain()
@@ -133,15 +149,17 @@ def test_a_failing_task_fails_the_step_and_still_reports_and_uploads(jobs) -> No
     assert job.artifacts.uploads == ["agent-runs-test-attempt-1"]
 
 
-def test_tasks_and_args_reach_the_runner_unglobbed_with_quoted_paths(jobs) -> None:
-    job = jobs["globs"]
+def test_tasks_and_args_reach_the_runner_unglobbed_with_quoted_paths(
+    ran: dict[str, Job | Exception],
+) -> None:
+    job = scenario(ran, "globs")
     assert not job.failed, job.explain()
     names = sorted(t["name"] for t in summary_json(job)["tasks"])
     assert names == ["docs-one", "docs-three", "docs-two"], job.explain()
 
 
-def test_args_take_shell_quoting(jobs) -> None:
-    job = jobs["quotes"]
+def test_args_take_shell_quoting(ran: dict[str, Job | Exception]) -> None:
+    job = scenario(ran, "quotes")
     assert not job.failed, job.explain()
     (log,) = find_sessions(job.workspace / "agent-runs")
     record = read_session(log)
@@ -149,8 +167,8 @@ def test_args_take_shell_quoting(jobs) -> None:
     assert "Title: Release notes." in first["content"], first
 
 
-def test_two_calls_in_one_job_upload_two_artifacts(jobs) -> None:
-    job = jobs["two-calls"]
+def test_two_calls_in_one_job_upload_two_artifacts(ran: dict[str, Job | Exception]) -> None:
+    job = scenario(ran, "two-calls")
     assert not job.failed, job.explain()
     assert job.artifacts.uploads == [
         "agent-runs-test-attempt-1",
@@ -159,8 +177,10 @@ def test_two_calls_in_one_job_upload_two_artifacts(jobs) -> None:
     assert outputs(job, "your-org/agent-runner@v1")["passed"] == "1"
 
 
-def test_a_configuration_error_sets_exit_code_result_and_a_summary_line(jobs) -> None:
-    job = jobs["config-error"]
+def test_a_configuration_error_sets_exit_code_result_and_a_summary_line(
+    ran: dict[str, Job | Exception],
+) -> None:
+    job = scenario(ran, "config-error")
     assert job.failed
     got = outputs(job)
     assert got["exit-code"] == "2", job.explain()
@@ -169,8 +189,10 @@ def test_a_configuration_error_sets_exit_code_result_and_a_summary_line(jobs) ->
     assert any("configuration error" in s and "colour" in s for s in job.summaries)
 
 
-def test_a_malformed_shard_is_a_configuration_error_before_anything_is_named(jobs) -> None:
-    job = jobs["bad-shard"]
+def test_a_malformed_shard_is_a_configuration_error_before_anything_is_named(
+    ran: dict[str, Job | Exception],
+) -> None:
+    job = scenario(ran, "bad-shard")
     assert job.failed
     got = outputs(job)
     assert got["exit-code"] == "2", job.explain()
@@ -179,8 +201,8 @@ def test_a_malformed_shard_is_a_configuration_error_before_anything_is_named(job
     assert any("configuration error" in s for s in job.summaries)
 
 
-def test_the_prompt_inputs_become_the_runs_flags(jobs) -> None:
-    job = jobs["prompt-inputs"]
+def test_the_prompt_inputs_become_the_runs_flags(ran: dict[str, Job | Exception]) -> None:
+    job = scenario(ran, "prompt-inputs")
     assert not job.failed, job.explain()
     (argv,) = [json.loads(line) for line in (job.workspace / "argv.json").read_text().splitlines()]
     assert argv == [
