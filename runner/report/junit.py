@@ -219,7 +219,11 @@ def _selected_suites(inputs: list[Path], dedupe: Dedupe) -> tuple[list[Loaded], 
     paths, warnings = distinct_paths(inputs, "JUnit file")
     loaded = [(path, _load_suites(path)) for path in paths]
     sources = [
-        Source(path, _run_id(suites), frozenset(c.get("name") or "" for s in suites for c in s))
+        Source(
+            path,
+            _run_id(suites),
+            frozenset(c.get("name") or "" for s in suites for c in s.iter("testcase")),
+        )
         for path, suites in loaded
     ]
     selection = select(sources, dedupe, "JUnit file")
