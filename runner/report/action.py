@@ -1,7 +1,7 @@
 """The composite action's glue (`action.yml`): its inputs checked and turned into the runner's
 command line, and the default name of the artifact it uploads, before anything runs.
 
-The action's run step calls `python -m runner.report.action`, which reads the inputs from the
+The action's run step calls `python -P -m runner.report.action`, which reads the inputs from the
 environment, writes the `agent-runner` arguments NUL-separated to stdout (bash reads them with
 `mapfile -d ''` and `exec`s the runner) and the artifact's name to `$GITHUB_OUTPUT`. No input goes
 through bash's word splitting or globbing: `tasks` and `args` are split here with shell-like

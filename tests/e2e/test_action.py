@@ -4,6 +4,8 @@ runner as written (no globbing, shell-like quoting), in every scenario at once."
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -221,3 +223,28 @@ def test_the_prompt_inputs_become_the_runs_flags(ran: dict[str, Job | Exception]
         "--deny-tool=write_to_file",
     ]
     assert outputs(job)["artifact-name"] == "agent-runs-test-ubuntu-latest-3.12-attempt-1"
+
+
+def _run_takes_a_prompt() -> bool:
+    """Whether `agent-runner run -p PROMPT` exists (DESIGN 20, another branch at the time of
+    writing): the test below turns itself on with it."""
+    from runner.cli import build_parser
+
+    with contextlib.redirect_stderr(io.StringIO()):
+        try:
+            build_parser().parse_args(["run", "-p", "Say ok."])
+        except SystemExit:
+            return False
+    return True
+
+
+@pytest.mark.skipif(not _run_takes_a_prompt(), reason="agent-runner run -p is not there yet")
+def test_a_prompt_input_runs_one_task_without_a_task_file(module_dir: Path) -> None:
+    with FakeModelServer([], default=complete("ok")) as server:
+        model_env = {"OPENAI_BASE_URL": server.openai_base_url, "OPENAI_API_KEY": "sk-action-1234"}
+        root = module_dir / "prompt-real"
+        job = new_job(root / "ws", Artifacts(root / "artifacts"), model_env)
+        run_job(job, [call(prompt="Say ok.", **{"max-turns": "3", "timeout": "2m"})])
+    assert not job.failed, job.explain()
+    got = outputs(job)
+    assert (got["passed"], got["failed"], got["exit-code"]) == ("1", "0", "0"), got
