@@ -332,8 +332,11 @@ class Job:
         )
         runner = self.bin / "agent-runner"
         if self.fake_runner:
+            # Its arguments, and which of the run step's input variables it still sees.
             record = (
-                "import json, sys; open('argv.json', 'a').write(json.dumps(sys.argv[1:]) + '\\n')"
+                "import json, os, sys; names = ('TASKS', 'PROMPT', 'MAX_TOKENS', 'EXTRA'); "
+                "seen = [n for n in names if n in os.environ]; "
+                "open('argv.json', 'a').write(json.dumps([sys.argv[1:], seen]) + '\\n')"
             )
             runner.write_text(
                 f'#!/bin/bash\nexec {sys.executable} -c "{record}" "$@"\n', encoding="utf-8"

@@ -206,7 +206,9 @@ def test_a_malformed_shard_is_a_configuration_error_before_anything_is_named(
 def test_the_prompt_inputs_become_the_runs_flags(ran: dict[str, Job | Exception]) -> None:
     job = scenario(ran, "prompt-inputs")
     assert not job.failed, job.explain()
-    (argv,) = [json.loads(line) for line in (job.workspace / "argv.json").read_text().splitlines()]
+    lines = (job.workspace / "argv.json").read_text(encoding="utf-8").splitlines()
+    ((argv, inputs_seen),) = [json.loads(line) for line in lines]
+    assert inputs_seen == []  # MAX_TOKENS's value would be taken for a secret
     assert argv == [
         "run",
         "-p- Fix the failing test",
