@@ -129,7 +129,10 @@ def _call_number(runner_temp: str) -> int:
         number = int(counter.read_text(encoding="utf-8").strip() or 0) + 1
     except (OSError, ValueError):
         number = 1
-    counter.write_text(str(number), encoding="utf-8")
+    try:
+        counter.write_text(str(number), encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot count the action's calls in $RUNNER_TEMP: {exc}") from None
     return number
 
 
