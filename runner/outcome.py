@@ -29,6 +29,13 @@ class SandboxRecord:
     """Commands had the host's network (always, unless enforced)."""
     writable: tuple[str, ...] = ()
     """Folders writable besides the workdir and the private HOME and TMPDIR."""
+    allowlist: tuple[str, ...] = ()
+    """The hosts of `sandbox.network` when it is a list (DESIGN 19); () when on or off."""
+    allowlist_enforced: bool = False
+    """The allowlist proxy is the only way out; False: only programs that honour the proxy
+    variables are filtered (no backend, or Landlock without network rules)."""
+    connections: tuple[int, int] | None = None
+    """Connections the proxy allowed and refused; set when the task has ended."""
 
     def line(self) -> str:
         """`sandbox: enforced (bwrap); network: off; writable: workdir, build`."""
@@ -39,9 +46,25 @@ class SandboxRecord:
             "off": "off",
         }[self.status]
         if self.status != "enforced":
-            return f"sandbox: {head}"
+            return f"sandbox: {head}{self._allowlist_line()}"
         writable = ", ".join(("workdir", *self.writable))
-        return f"sandbox: {head}; network: {'on' if self.network else 'off'}; writable: {writable}"
+        network = "on" if self.network else "off"
+        if self.allowlist:
+            return f"sandbox: {head}{self._allowlist_line()}; writable: {writable}"
+        return f"sandbox: {head}; network: {network}; writable: {writable}"
+
+    def _allowlist_line(self) -> str:
+        """`; network: allowlist (not enforced); connections: 3 allowed, 1 refused`."""
+        if not self.allowlist:
+            return ""
+        hosts = ", ".join(self.allowlist[:10]) + (", ..." if len(self.allowlist) > 10 else "")
+        if self.allowlist_enforced:
+            text = f"; network: allowlist ({hosts})"
+        else:
+            text = f"; network: allowlist (not enforced); hosts: {hosts}"
+        if self.connections is not None:
+            text += f"; connections: {self.connections[0]} allowed, {self.connections[1]} refused"
+        return text
 
     def as_json(self) -> dict[str, Any]:
         """The record as plain data (session log header, summary.json)."""
@@ -51,7 +74,18 @@ class SandboxRecord:
             "reason": self.reason or None,
             "network": self.network,
             "writable": list(self.writable),
+            **self._allowlist_json(),
         }
+
+    def _allowlist_json(self) -> dict[str, Any]:
+        if not self.allowlist:
+            return {}
+        data: dict[str, Any] = {"allowlist": list(self.allowlist)}
+        data["allowlist_enforced"] = self.allowlist_enforced
+        if self.connections is not None:
+            allowed, refused = self.connections
+            data["connections"] = {"allowed": allowed, "refused": refused}
+        return data
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from runner.report.github import (
     write_usage_error,
 )
 from runner.report.merge import merge_reports
-from runner.report.results import result_file_name, write_results
+from runner.report.results import result_file_name, write_result_file, write_results
 from runner.report.summary import (
     EXIT_CODE_MEANINGS,
     SUMMARY_VERSION,
@@ -63,6 +63,7 @@ __all__ = [
     "task_finished_line",
     "task_started_line",
     "write_outputs",
+    "write_result_file",
     "write_results",
     "write_step_summary",
     "write_summary_json",

@@ -30,12 +30,21 @@ from runner.report import (
     task_finished_line,
     task_started_line,
     write_outputs,
+    write_result_file,
     write_results,
     write_step_summary,
     write_summary_json,
 )
 from runner.run.agents import close_agent_models
-from runner.run.plan import Job, RunOptions, load_selected_tasks, prepare_jobs, select_tasks
+from runner.run.plan import (
+    Job,
+    PromptTask,
+    RunOptions,
+    load_prompt_task,
+    load_selected_tasks,
+    prepare_jobs,
+    select_tasks,
+)
 from runner.run.resume import resumed_jobs
 from runner.run.session import RunContext, check_isolation, run_in_isolation, run_task
 from runner.run.telemetry import (
@@ -46,22 +55,27 @@ from runner.run.telemetry import (
     traced_run,
     traced_task,
 )
+from runner.sessionlog import EventStream
 from runner.settings import Settings, environ
 
 __all__ = ["execute", "resume_sessions", "run_tasks"]
 
 
 def run_tasks(
-    paths: Sequence[str],
+    paths: Sequence[str] | PromptTask,
     params: Mapping[str, str],
     selection: tuple[Sequence[str] | None, str | None],
     model: str | None,
     settings: Settings,
     options: RunOptions,
 ) -> int:
-    """The `run` command; `selection` is (`--filter` globs, `--shard`)."""
-    tasks = load_selected_tasks(paths, params, settings)
-    tasks = select_tasks(tasks, *selection)
+    """The `run` command: task files, or one `-p` prompt; `selection` is (`--filter` globs,
+    `--shard`)."""
+    if isinstance(paths, PromptTask):
+        tasks = load_prompt_task(paths, params, settings, options.out)
+    else:
+        tasks = load_selected_tasks(paths, params, settings)
+    tasks = [options.overrides.apply(task) for task in select_tasks(tasks, *selection)]
     jobs = prepare_jobs(tasks, settings, model)
     return execute(jobs, settings, options)
 
@@ -96,7 +110,8 @@ def _execute(jobs: list[Job], settings: Settings, options: RunOptions, watchdog:
         secrets.update(job.task.named_secrets)
     redactor = Redactor(secrets.values())
     github = GitHubActions.from_env(env)
-    stream = sys.stderr if options.output == "json" else sys.stdout
+    # stdout holds one JSON document (--output json) or the event stream (--events -).
+    stream = sys.stderr if options.output == "json" or options.events == "-" else sys.stdout
     console = _Console(redactor, stream, options.quiet)
     for warning in short_secret_warnings(secrets):
         console.diagnostic(warning)
@@ -117,9 +132,16 @@ def _execute(jobs: list[Job], settings: Settings, options: RunOptions, watchdog:
     annotate_run(run_id, redactor, console.diagnostic)
     results: dict[int, TaskOutcome] = {}
     watchdog.on_stuck = lambda sig: _write_stuck_reports(jobs, results, ctx, options, console, sig)
-    outcomes = asyncio.run(
-        _run_all(jobs, ctx, settings.jobs, options, console, github is not None, results, watchdog)
-    )
+    ctx.events = EventStream.open(options.events) if options.events else None
+    try:
+        outcomes = asyncio.run(
+            _run_all(
+                jobs, ctx, settings.jobs, options, console, github is not None, results, watchdog
+            )
+        )
+    finally:
+        if ctx.events is not None:
+            ctx.events.close()
     junit = options.junit or options.out / "junit.xml"
     models = sorted({o.model for o in outcomes})
     summary = RunSummary(
@@ -132,7 +154,7 @@ def _execute(jobs: list[Job], settings: Settings, options: RunOptions, watchdog:
         junit_path=junit,
     )
     with watchdog.reporting():
-        summary = _write_reports(summary, junit, redactor, console)
+        summary = _write_reports(summary, junit, redactor, console, options.result_file)
     watchdog.reports_written()
     if options.output == "json":
         print(summary_text(summary, redactor))
@@ -151,7 +173,11 @@ def _execute(jobs: list[Job], settings: Settings, options: RunOptions, watchdog:
 
 
 def _write_reports(
-    summary: RunSummary, junit: Path, redactor: Redactor, console: _Console
+    summary: RunSummary,
+    junit: Path,
+    redactor: Redactor,
+    console: _Console,
+    result_file: Path | None = None,
 ) -> RunSummary:
     """Write JUnit, then summary.json; one that cannot be written is reported and makes the exit
     code 4 (an unwritable or full artifacts folder), and the other is still written."""
@@ -161,6 +187,7 @@ def _write_reports(
         (junit, write_junit),
         (summary.out_dir / "summary.json", write_summary_json),
         (summary.out_dir / "results", write_results),
+        *([(result_file, write_result_file)] if result_file else []),
     ]
     for path, write in writers:
         try:

@@ -52,6 +52,7 @@ EVENT_TYPES = (
     "check",
     "retry",
     "hook",
+    "network",
     "warning",
     "end",
 )

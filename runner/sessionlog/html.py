@@ -163,6 +163,9 @@ def _facts(record: SessionRecord) -> str:
     call = header.get("parent_call")
     if isinstance(call, dict) and header.get("parent_session_id"):
         facts.insert(0, ("agent", f"{call.get('agent')}, started by {header['parent_session_id']}"))
+    network = [bool(e.get("allowed")) for e in record.events if e.get("type") == "network"]
+    if network:  # DESIGN 19: every connection through the allowlist proxy
+        facts.append(("network", f"{sum(network)} allowed, {len(network) - sum(network)} refused"))
     spans = "".join(f"<span>{_e(name)}: {_e(value)}</span>" for name, value in facts)
     prompt = str(header.get("system_prompt", ""))
     return (
@@ -220,6 +223,18 @@ def _child(path: Path, depth: int, seen: set[Path]) -> str:
     if not path.is_file():
         return f'<div class="mark warning">sub-agent session {_e(path.stem)}: no log here</div>'
     return _session(read_session(path), depth, seen, nested=True)
+
+
+def _network_text(event: dict[str, Any]) -> str:
+    where = f"{event.get('method')} {event.get('host')}:{event.get('port')}"
+    if not event.get("allowed"):
+        return f"network: refused {where} ({event.get('reason')})"
+    failed = f", {event.get('reason')}" if event.get("reason") else ""
+    return (
+        f"network: allowed {where} by rule {event.get('rule')}{failed}: "
+        f"{event.get('bytes_up')} bytes up, {event.get('bytes_down')} down, "
+        f"{_secs(event.get('duration_s'))}"
+    )
 
 
 def _mark(kind: str, text: str, body: str = "") -> str:
@@ -284,6 +299,8 @@ def _event(
             if event.get(name)
         )
         return _mark("hook", text, body)
+    if kind == "network":
+        return _mark("network", _network_text(event))
     if kind == "warning":
         return _mark("warning", f"warning: {event.get('message')}")
     if kind == "resume":

@@ -137,7 +137,9 @@ def rebuild_messages(record: SessionRecord) -> list[dict[str, Any]]:
 
 
 def _message(line: dict[str, Any]) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": str(line["role"]), "content": str(line["content"])}
+    # `context`: what the context kept of a message the log keeps whole (a useless cut reply).
+    content = line["context"] if isinstance(line.get("context"), str) else line["content"]
+    message: dict[str, Any] = {"role": str(line["role"]), "content": str(content)}
     for key in ("tool_calls", "tool_results"):
         if isinstance(line.get(key), list) and line[key]:
             message[key] = line[key]

@@ -151,6 +151,10 @@ def _events(record: SessionRecord, verbose: bool, depth: int = 0) -> Iterator[st
                 f"[hook {event.get('event')}{on} `{event.get('command')}`: {event.get('outcome')}, "
                 f"exit {event.get('exit_code')}]"
             ) + (f"\n{event.get('stderr') or event.get('stdout') or ''}" if verbose else "")
+        elif kind == "network":  # DESIGN 19: a connection through the allowlist proxy
+            verdict = "allowed" if event.get("allowed") else f"refused: {event.get('reason')}"
+            where = f"{event.get('method')} {event.get('host')}:{event.get('port')}"
+            yield f"[network {where} {verdict}]"
         elif kind == "resume":
             count = len(event.get("messages") or [])
             yield f"[resumed from {event.get('parent_id')} with {count} messages]"

@@ -20,7 +20,7 @@ from runner.task.agents import config_agent_layer
 from runner.task.interpolate import MissingVariable, fill_params, interpolate_env, placeholders
 from runner.task.model import SuiteSpec, TaskSpec
 from runner.task.problems import REFERENCE_HINT, explain_errors
-from runner.task.sandbox import writable_problems
+from runner.task.sandbox import network_problems, writable_problems
 from runner.task.secrets import declared_secrets, extension_secrets
 from runner.task.toolcheck import static_unmatched
 from runner.task.yamlsource import Located, Path_, YamlError, load_located
@@ -245,6 +245,8 @@ class _Loader:
             for index, message, hint in found:
                 where = _own(at, raw, ("sandbox", "writable", index))
                 self.problem(path, located, where, message, hint)
+        for key, message, hint in network_problems(spec.sandbox.network):
+            self.problem(path, located, _own(at, raw, ("sandbox", "network", *key)), message, hint)
         extensions, secrets = self._extensions(path, located, at, spec, workdir)
         if spec.model and (bad := spec_problem(spec.model)):
             self.problem(path, located, _own(at, raw, ("model",)), *bad)

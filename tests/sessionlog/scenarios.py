@@ -209,6 +209,18 @@ def all_events(out: Path, *, golden: bool) -> SessionLogWriter:
         stderr="",
         turn=2,
     )
+    w.network(
+        turn=2,
+        host=f"{SECRET}.exfil.example",  # a command tried to leak a secret in a name
+        port=443,
+        allowed=False,
+        method="CONNECT",
+        rule=None,
+        reason="not in the allowlist",
+        bytes_up=0,
+        bytes_down=0,
+        duration_s=0.002,
+    )
     w.end(
         "passed",
         f"checks passed ({SECRET})",

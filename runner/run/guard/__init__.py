@@ -4,7 +4,8 @@ Around each tool call, the gates of the executor (`executor.GuardedExecutor`): t
 rules (`permissions`), the pre_tool and post_tool hooks (`hooks`, which also runs the start,
 stop and end hooks), and the skills the runner serves itself. `features` puts a task's hooks,
 skills and rules together and checks them before anything starts. Under every command the task
-runs, its OS sandbox (`sandboxing`: the settings, the backend the run found, the record).
+runs, its OS sandbox (`sandboxing`: the settings, the backend the run found, the record), and
+its network allowlist's proxy (`network`, DESIGN 19).
 """
 
 from __future__ import annotations
@@ -19,15 +20,19 @@ from runner.run.guard.features import (
     with_config_hooks,
 )
 from runner.run.guard.hooks import HookRunner, stop_feedback
-from runner.run.guard.sandboxing import TaskSandbox, command_env, task_sandbox
+from runner.run.guard.network import check_network, log_network
+from runner.run.guard.sandboxing import TaskSandbox, command_env, sandbox_settings, task_sandbox
 
 __all__ = [
     "HookRunner",
     "TaskSandbox",
+    "check_network",
     "command_env",
     "end_hooks",
     "feature_problems",
     "guarded",
+    "log_network",
+    "sandbox_settings",
     "start_hooks",
     "stop_feedback",
     "task_sandbox",

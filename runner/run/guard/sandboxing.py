@@ -15,7 +15,7 @@ import contextlib
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import anyio
@@ -23,6 +23,7 @@ import anyio
 from runner.errors import ConfigError, RunnerError, SandboxUnavailable
 from runner.mcp import WORKSPACE, server_env
 from runner.outcome import SandboxRecord
+from runner.run.guard.network import TaskProxy, allowlist, with_allowlist
 from runner.settings import SandboxSettings, Settings, environ
 from runner.task import Task, writable_problems
 from runner.workspace import Sandbox, confine, git_dirs, probe, toolchain_dirs
@@ -40,6 +41,20 @@ class TaskSandbox:
     record: SandboxRecord
     error: RunnerError | None = None
     """Why the task must not run (raised by the session before the model is called)."""
+    proxy: TaskProxy | None = None
+    """The network allowlist's proxy (DESIGN 19), when the task has one."""
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Values to mask in the task's artifacts: the proxy's credential (commands can print
+        their proxy variables)."""
+        return (self.proxy.path.secret,) if self.proxy is not None else ()
+
+    def final(self) -> SandboxRecord:
+        """The record with the proxy's connection counts, once the task has ended."""
+        if self.proxy is None:
+            return self.record
+        return replace(self.record, connections=self.proxy.counts())
 
 
 def sandbox_settings(task: Task, settings: Settings) -> SandboxSettings:
@@ -66,8 +81,10 @@ async def task_sandbox(
 ) -> AsyncIterator[TaskSandbox]:
     """Confine the body's commands as the task's settings ask; yields what was enforced."""
     spec = sandbox_settings(task, settings)
+    hosts = allowlist(spec, settings)
     if spec.mode == "off":
-        yield TaskSandbox(SandboxRecord("off", network=True))
+        async with with_allowlist(hosts, SandboxRecord("off", network=True), None, False) as got:
+            yield TaskSandbox(got[0], proxy=got[2])
         return
     writable, problem = _writable(spec, task, settings)
     if problem is not None:
@@ -85,7 +102,9 @@ async def task_sandbox(
         if reason not in _warned:
             _warned.append(reason)
             say(f"warning: {reason}; commands run unconfined (sandbox mode auto)")
-        yield TaskSandbox(SandboxRecord("degraded", reason=found.reason, network=True))
+        record = SandboxRecord("degraded", reason=found.reason, network=True)
+        async with with_allowlist(hosts, record, None, False) as got:
+            yield TaskSandbox(got[0], proxy=got[2])
         return
     scratch = Path(tempfile.mkdtemp(prefix="agent-runner-sandbox-")).resolve()
     try:
@@ -97,18 +116,32 @@ async def task_sandbox(
             found.executable,
             task.workdir,
             scratch,
-            network=spec.network,
+            network=spec.network is True,
             writable=writable,
             hidden=(home,) if home.is_dir() and home != Path("/") else (),
             readable=(*git_dirs(task.workdir), *toolchain_dirs(home, environ().get("PATH", ""))),
         )
         record = SandboxRecord(
-            "enforced", found.backend, network=spec.network, writable=spec.writable
+            "enforced", found.backend, network=spec.network is True, writable=spec.writable
         )
-        with confine(sandbox):
-            yield TaskSandbox(record)
+        required = spec.mode == "required"
+        async with with_allowlist(hosts, record, sandbox, required) as got:
+            if hosts and not got[0].allowlist_enforced and got[3] is None:
+                _warn_once(
+                    say,
+                    "this kernel's Landlock has no network rules (ABI 4)",
+                    "the network allowlist filters only programs that use the proxy",
+                )
+            with confine(got[1]):
+                yield TaskSandbox(got[0], got[3], got[2])
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _warn_once(say: Callable[[str], None], reason: str, effect: str) -> None:
+    if reason not in _warned:
+        _warned.append(reason)
+        say(f"warning: {reason}; {effect}")
 
 
 def _writable(

@@ -3,26 +3,37 @@
 `loading` finds and loads the task files and checks what needs no server (the config's
 extensions, prompt sections, skills and permission rules); `selection` applies `--filter` and
 `--shard`; `jobs` holds the run's options and makes one job per task, with its model and tool
-mode. `inspect` is the two commands that stop there: `validate` and `prompt`.
+mode. `inspect` is the two commands that stop there: `validate` and `prompt`; `listing` is a
+third, `list`. `adhoc` makes the task of `run -p`; `overrides` are the command line's task limits
+and policy over the tasks'.
 """
 
 from __future__ import annotations
 
+from runner.run.plan.adhoc import PromptTask, load_prompt_task
 from runner.run.plan.inspect import annotate_config_error, print_prompt, validate
 from runner.run.plan.jobs import Job, RunOptions, prepare_jobs
+from runner.run.plan.listing import list_tasks, task_rows
 from runner.run.plan.loading import check_sections, load_selected_tasks
+from runner.run.plan.overrides import APPENDED_SECTION, TaskOverrides
 from runner.run.plan.selection import parse_shard, select_tasks, shard_of
 
 __all__ = [
+    "APPENDED_SECTION",
     "Job",
+    "PromptTask",
     "RunOptions",
+    "TaskOverrides",
     "annotate_config_error",
     "check_sections",
+    "list_tasks",
+    "load_prompt_task",
     "load_selected_tasks",
     "parse_shard",
     "prepare_jobs",
     "print_prompt",
     "select_tasks",
     "shard_of",
+    "task_rows",
     "validate",
 ]

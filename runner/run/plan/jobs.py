@@ -13,6 +13,7 @@ from pathlib import Path
 from runner.errors import ConfigError
 from runner.llm import LLM
 from runner.run.plan.loading import check_sections
+from runner.run.plan.overrides import TaskOverrides
 from runner.run.session import ResumePoint
 from runner.run.turn import with_tool_mode
 from runner.settings import Settings
@@ -36,6 +37,12 @@ class RunOptions:
     isolation: str | None = None
     """`--isolation`: none or worktree for every task (None: each task's own)."""
     keep_worktrees: bool = False
+    overrides: TaskOverrides = field(default_factory=TaskOverrides)
+    """The command line's task limits and policy, over every task's (DESIGN 20)."""
+    events: str | None = None
+    """`--events`: a file, or `-` for stdout, to stream every session-log record to."""
+    result_file: Path | None = None
+    """`--result-file`: where the final result text (or a JSON map of them) is written."""
 
 
 @dataclass

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from runner.errors import ConfigError, TaskFileError
-from runner.run.guard import feature_problems, with_config_hooks
+from runner.run.guard import check_network, feature_problems, with_config_hooks
 from runner.settings import Settings, environ
 from runner.task import Task, discover_task_files, load_tasks
 
@@ -23,6 +23,7 @@ def load_selected_tasks(
 ) -> list[Task]:
     """Discover and load tasks with the config's extensions and the process environment."""
     check_config_extensions(settings)
+    check_network(settings)
     files = discover_task_files(paths)
     tasks = load_tasks(
         files,

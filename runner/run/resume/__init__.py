@@ -2,11 +2,13 @@
 
 `jobs` turns each log into a job for the run (`runner.run.app.execute`): the point it picks up
 from and its limits; `task` rebuilds the task it runs from the task file in this checkout, never
-from what the log header claims (unless `--from-log`, said plainly).
+from what the log header claims (unless `--from-log`, said plainly). `latest` finds the sessions
+of the newest run under `--out` (`resume --latest`).
 """
 
 from __future__ import annotations
 
 from runner.run.resume.jobs import default_message, resumed_jobs
+from runner.run.resume.latest import latest_run_logs
 
-__all__ = ["default_message", "resumed_jobs"]
+__all__ = ["default_message", "latest_run_logs", "resumed_jobs"]

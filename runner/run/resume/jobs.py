@@ -23,7 +23,7 @@ from runner.run.session import Located, ResumePoint, locate_in_checkout, parent_
 from runner.run.turn import answer_open_calls, logged_tool_mode
 from runner.sessionlog import SessionRecord, read_session, rebuild_messages, sessions_to_resume
 from runner.settings import Settings
-from runner.task import Limits, Task, parse_duration
+from runner.task import Task
 
 __all__ = ["default_message", "resumed_jobs"]
 
@@ -52,7 +52,7 @@ def resumed_jobs(
         return []
     workdir = _chosen_workdir(getattr(args, "workdir", None))
     redactor = Redactor(settings.secret_values())
-    stream = sys.stderr if options.output == "json" else sys.stdout
+    stream = sys.stderr if options.output == "json" or options.events == "-" else sys.stdout
 
     def say(line: str) -> None:
         print(redactor.text(line), file=sys.stderr if line.startswith("warning:") else stream)
@@ -77,7 +77,7 @@ def resumed_jobs(
             say=say,
         )
         say(_paths_line(log, located, task, task.file.is_file()))
-        task = _with_limits(task, args)
+        task = options.overrides.apply(task)
         model = args.model or str(record.header.get("model") or "") or None
         if args.model and args.model != record.header.get("model"):
             _warn(f"{log}: model drifted: was {record.header.get('model')}, now {args.model}")
@@ -168,23 +168,3 @@ def _used(record: SessionRecord) -> Totals:
                 cost_usd=float(event.get("cost_usd") or 0.0),
             )
     return used
-
-
-def _with_limits(task: Task, args: Any) -> Task:
-    raised: dict[str, Any] = {}
-    if args.max_turns is not None:
-        raised["max_turns"] = args.max_turns
-    if args.max_tokens is not None:
-        raised["max_tokens"] = args.max_tokens
-    if args.task_max_cost_usd is not None:
-        raised["max_cost_usd"] = args.task_max_cost_usd
-    if args.timeout is not None:
-        try:
-            raised["timeout"] = parse_duration(args.timeout)
-        except ValueError as exc:
-            raise ConfigError(f"--timeout: {exc}") from None
-    if not raised:
-        return task
-    limits = Limits.model_validate({**task.spec.limits.model_dump(), **raised})
-    spec = task.spec.model_copy(update={"limits": limits})
-    return Task(**{**task.__dict__, "spec": spec})

@@ -193,6 +193,7 @@ async def _converse(
             "parent_call": parent_call,
         },
         frame.redactor,
+        events=ctx.events,
     )
     frame.log = log
     frame.children.append(log.session_id)
@@ -212,7 +213,8 @@ async def _converse(
                 messages=[Message("user", task_text)],
                 tools=offered,
                 executor=traced_tools(executor, [*offered, *executor.denied()]),
-                events=log,
+                # Its turns and retries show on the console under the parent task's name.
+                events=ctx.progress.watch_child(frame.task.name, child.name, frame.budget, log),
                 budget=frame.budget,
                 compactor=Compactor(
                     llm=llm,

@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from runner.errors import ExitCode, RunnerError
-from runner.llm import LLM, Message, NativeResult, Usage, context_window_of, cost_usd
+from runner.llm import (
+    LLM,
+    Message,
+    NativeResult,
+    Usage,
+    context_window_of,
+    cost_usd,
+    max_output_tokens_for,
+)
 from runner.mcp import McpHub, McpLimits
 from runner.outcome import Status, TaskOutcome, Totals
 from runner.redact import Redactor
@@ -24,6 +32,7 @@ from runner.run.guard import (
     TaskSandbox,
     end_hooks,
     guarded,
+    log_network,
     start_hooks,
     task_sandbox,
     task_skills,
@@ -51,7 +60,7 @@ from runner.run.turn import (
     native_model,
     run_loop,
 )
-from runner.sessionlog import LogWriteError, SessionLogWriter
+from runner.sessionlog import EventStream, LogWriteError, SessionLogWriter
 from runner.settings import Settings
 from runner.task import Task
 from runner.toolcall import ToolSpec
@@ -79,6 +88,8 @@ class RunContext:
     """Sub-agents' models other than their task's, by `PROVIDER:MODEL`, made on first use."""
     progress: Progress = field(default_factory=Progress)
     """Live progress lines on the console (runner.run.telemetry.progress); off by default."""
+    events: EventStream | None = None
+    """`--events`: where every session log's records are streamed too (sub-agents' as well)."""
 
 
 @dataclass(frozen=True)
@@ -127,7 +138,7 @@ async def run_task(
     """Run one task in its sandbox and return its outcome; never raises for a task-level failure."""
     async with task_sandbox(task, ctx.settings, ctx.say) as sandbox:
         outcome = await _run_task(task, llm, ctx, resume, sandbox)
-    return dataclasses.replace(outcome, sandbox=sandbox.record)
+    return dataclasses.replace(outcome, sandbox=sandbox.final())
 
 
 async def _run_task(
@@ -138,7 +149,7 @@ async def _run_task(
     if sandbox.record.status == "degraded":
         state.early_warnings.append(sandbox.record.line())
     state.budget = Budget(limits.max_turns, limits.max_tokens, limits.max_cost_usd, ctx.run_budget)
-    state.budget.reserve_output_tokens = ctx.settings.max_output_tokens
+    state.budget.reserve_output_tokens = max_output_tokens_for(llm.model, ctx.settings)
     if resume is not None:
         used = resume.budget_used
         state.budget.turns = used.turns
@@ -147,7 +158,7 @@ async def _run_task(
         state.budget.usage = Usage(
             used.input_tokens, used.output_tokens, used.cache_read_tokens, used.cache_write_tokens
         )
-    redactor = ctx.redactor.with_secrets(task.secrets)
+    redactor = ctx.redactor.with_secrets((*task.secrets, *sandbox.secrets))
     status: Status
     try:
         status, kind, reason = await _run(task, llm, ctx, resume, state, redactor)
@@ -303,10 +314,12 @@ def _open_log(
     header = session_header(
         task, llm, ctx.run_id, resume.parent_id if resume else None, sandbox, system, tools
     )
-    state.log = SessionLogWriter.create(ctx.out_dir, header, redactor)
+    state.log = SessionLogWriter.create(ctx.out_dir, header, redactor, events=ctx.events)
     for line in state.early_warnings:
         state.log.warning(line)
     state.early_warnings.clear()
+    proxy = state.sandbox.proxy if state.sandbox else None  # its `network` events, from now on
+    log_network(proxy, state.log, lambda: state.budget.turns, lambda x: _warn(ctx, redactor, x))
 
 
 async def _converse(

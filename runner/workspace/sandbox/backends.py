@@ -38,6 +38,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from runner.workspace.sandbox.netpath import INSIDE_PORT, NetPath
+
 __all__ = [
     "BACKEND_CHOICES",
     "SANDBOX_ENV",
@@ -79,6 +81,8 @@ class Sandbox:
     readable: tuple[Path, ...] = ()
     """Folders kept readable inside a hidden one (a git worktree's git folders, the toolchains
     on PATH)."""
+    proxy: NetPath | None = None
+    """The allowlist proxy, the only way out when `network` is off (DESIGN 19; `netpath`)."""
 
     @property
     def home(self) -> Path:
@@ -98,6 +102,7 @@ class Sandbox:
             options += [arg for path in self.readable for arg in ("--read", str(path))]
             options += [arg for path in rw for arg in ("--write", str(path))]
             options += [] if self.network else ["--no-network"]
+            options += self.proxy.landlock_options() if self.proxy else []
             return [self.executable, "-I", "-S", str(_LANDLOCK_SCRIPT), *options, "--", *command]
         argv = [self.executable, "--die-with-parent", "--unshare-pid", "--new-session"]
         argv += [] if self.network else ["--unshare-net"]
@@ -108,6 +113,7 @@ class Sandbox:
             argv += ["--ro-bind", str(path), str(path)]
         for path in rw:
             argv += ["--bind", str(path), str(path)]
+        command = self.proxy.bwrap_command(command) if self.proxy else command
         return [*argv, "--chdir", str(cwd), "--", *command]
 
     def to_json(self) -> str:
@@ -117,6 +123,7 @@ class Sandbox:
             value = getattr(self, name)
             if isinstance(value, tuple):
                 value = [str(path) for path in value]
+            value = value.as_json() if isinstance(value, NetPath) else value
             data[name] = str(value) if isinstance(value, Path) else value
         return json.dumps(data)
 
@@ -136,6 +143,7 @@ class Sandbox:
                 writable=tuple(Path(p) for p in data["writable"]),
                 hidden=tuple(Path(p) for p in data["hidden"]),
                 readable=tuple(Path(p) for p in data["readable"]),
+                proxy=NetPath.from_json(data["proxy"]) if data.get("proxy") else None,
             )
         except (KeyError, TypeError, json.JSONDecodeError) as exc:
             raise ValueError(f"not a sandbox: {exc}") from None
@@ -143,7 +151,13 @@ class Sandbox:
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
         """`env` with HOME and the temp folder variables pointing into the scratch folder."""
         tmp = str(self.tmp)
-        return {**env, "HOME": str(self.home), "TMPDIR": tmp, "TMP": tmp, "TEMP": tmp}
+        proxy = self._proxy_env()
+        return {**env, "HOME": str(self.home), "TMPDIR": tmp, "TMP": tmp, "TEMP": tmp, **proxy}
+
+    def _proxy_env(self) -> dict[str, str]:
+        if self.proxy is None:
+            return {}
+        return self.proxy.env(INSIDE_PORT if self.backend == "bwrap" else self.proxy.port)
 
 
 _FIELDS = (
@@ -155,6 +169,7 @@ _FIELDS = (
     "writable",
     "hidden",
     "readable",
+    "proxy",
 )
 SANDBOX_ENV = "AGENT_RUNNER_WORKSPACE_SANDBOX"
 """The variable that hands a stdio workspace server its task's sandbox (`Sandbox.to_json`)."""

@@ -26,6 +26,7 @@ from anyio.abc import ByteReceiveStream, Process
 
 from runner.settings import environ
 from runner.workspace.sandbox.backends import current
+from runner.workspace.sandbox.netpath import unconfined_env
 
 __all__ = [
     "TRACE_ENV",
@@ -80,6 +81,8 @@ async def open_shell(
     if sandbox is not None:
         argv = sandbox.argv(argv, cwd)
         env = sandbox.env(env if env is not None else environ())
+    elif proxy_env := unconfined_env():  # an allowlist no backend enforces (DESIGN 19)
+        env = {**(env if env is not None else environ()), **proxy_env}
     with anyio.CancelScope(shield=True):
         process = await anyio.open_process(
             argv,
