@@ -42,7 +42,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit code."""
     signal.signal(signal.SIGTERM, _on_sigterm)
     parser = build_parser()
-    args = parser.parse_args(argv)  # a usage error exits 2 here, with a "did you mean"
+    try:
+        args = parser.parse_args(argv)  # a usage error exits 2 here, with a "did you mean"
+    except SystemExit as refused:
+        if refused.code == ExitCode.USAGE:
+            _report_refused_line()
+        raise
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()
@@ -129,6 +134,15 @@ class _ReaderMayLeave(io.TextIOBase):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, self._stream.fileno())
         os.close(devnull)
+
+
+def _report_refused_line() -> None:
+    """A refused command line is a configuration error on GitHub too: annotation, step outputs
+    and summary (on stderr: stdout may be a JSON document or the event stream)."""
+    from runner.run import annotate_config_error
+
+    message = SuggestingParser.refused or "the command line was refused (see the usage above)"
+    annotate_config_error(f"usage error: {message}", json_output=True, outputs=True)
 
 
 def _first_runner_error(group: BaseExceptionGroup[BaseException]) -> RunnerError | None:

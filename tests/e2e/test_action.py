@@ -65,6 +65,7 @@ SCENARIOS: dict[str, Scenario] = {
     ),
     "config-error": ({"t.yaml": task("bad", colour="blue")}, [call(tasks="t.yaml")], {}),
     "bad-shard": ({"t.yaml": task("any")}, [call(tasks="t.yaml", shard="1/2/3")], {}),
+    "bad-flag": ({"t.yaml": task("any")}, [call(tasks="t.yaml", args="--max-turnz 3")], {}),
     "prompt-inputs": (
         {},
         [
@@ -250,3 +251,15 @@ def test_a_prompt_input_runs_one_task_without_a_task_file(module_dir: Path) -> N
     assert not job.failed, job.explain()
     got = outputs(job)
     assert (got["passed"], got["failed"], got["exit-code"]) == ("1", "0", "0"), got
+
+
+def test_a_refused_command_line_sets_exit_code_result_and_a_summary_line(
+    ran: dict[str, Job | Exception],
+) -> None:
+    job = scenario(ran, "bad-flag")
+    assert job.failed
+    got = outputs(job)
+    assert got["exit-code"] == "2", job.explain()
+    error = json.loads(got["result"])["error"]
+    assert "--max-turnz" in error and "did you mean '--max-turns'" in error, error
+    assert any("configuration error" in s and "--max-turnz" in s for s in job.summaries)
