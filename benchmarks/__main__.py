@@ -19,6 +19,7 @@ from benchmarks.fake_latency import TimedServer
 from benchmarks.figures import Bench, Row
 from benchmarks.prompt_cache import prompt_cache
 from benchmarks.proxy_connect import proxy_connect
+from benchmarks.repeats import repeats
 
 SCALE = {"ms": 1000.0}
 FIGURES = (
@@ -32,6 +33,7 @@ FIGURES = (
     "memory",
     "wide",
     "proxy_connect",
+    "repeats",
 )
 
 
@@ -59,6 +61,7 @@ def run(bench: Bench, only: list[str], sizes: list[int] | None = None) -> list[R
         "memory": lambda: wide.memory(bench),
         "wide": lambda: wide.wide(bench),
         "proxy_connect": lambda: proxy_connect(bench),  # DESIGN 19
+        "repeats": lambda: repeats(bench),
     }
     for name, step in steps.items():
         if name in only:

@@ -2,16 +2,60 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from runner.errors import ExitCode
 
-__all__ = ["RunSummary", "SandboxRecord", "Status", "TaskOutcome", "Totals"]
+__all__ = [
+    "Finding",
+    "RunSummary",
+    "SEVERITIES",
+    "SandboxRecord",
+    "Severity",
+    "Status",
+    "TaskOutcome",
+    "Totals",
+    "finding_counts",
+    "meets_rate",
+    "passes_rate",
+    "sample_groups",
+]
 
 Status = Literal["passed", "failed", "budget_exceeded", "error", "interrupted"]
 """How a task ended; the same words as the session log's `end` event."""
+
+Severity = Literal["error", "warning", "note"]
+"""How serious a finding is: SARIF's `level` words (DESIGN 21)."""
+SEVERITIES: tuple[Severity, ...] = ("error", "warning", "note")
+"""The severities, most serious first."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One accepted `report_finding` call (DESIGN 21): checked, bounded and masked already."""
+
+    path: str
+    """The file, relative to the repository root (POSIX separators); to the workdir outside git."""
+    line: int
+    """First line (1-based)."""
+    end_line: int
+    """Last line (equal to `line` for one line)."""
+    severity: Severity
+    title: str
+    """One line; the rule the finding belongs to."""
+    message: str
+    suggestion: str | None = None
+    """Replacement text for lines `line`..`end_line`, when the agent proposed one."""
+    fingerprint: str = ""
+    """Stable across runs: a hash of the rule, the path and the text of the lines."""
+
+    def as_json(self) -> dict[str, Any]:
+        """The finding as plain data (session log `finding` event, summary.json)."""
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)
@@ -88,6 +132,14 @@ class SandboxRecord:
         return data
 
 
+def finding_counts(findings: Iterable[Finding]) -> dict[str, int]:
+    """Findings by severity, every severity present."""
+    counts: dict[str, int] = dict.fromkeys(SEVERITIES, 0)
+    for finding in findings:
+        counts[finding.severity] += 1
+    return counts
+
+
 @dataclass(frozen=True)
 class Totals:
     """Counters of one task, or of a whole run."""
@@ -162,6 +214,17 @@ class TaskOutcome:
     """`isolation: worktree`: the task's change, `<out>/patches/<task>.patch` (None: no change)."""
     worktree: Path | None = None
     """`isolation: worktree` with `--keep-worktrees`: the worktree, left in place."""
+    findings: tuple[Finding, ...] | None = None
+    """`findings:` tasks: what the agent (and its sub-agents) reported; None: not asked for."""
+    sample: int = 0
+    """A sample of a repeated task (DESIGN 22): which one, from 1; 0 for a task run once."""
+    of: int = 0
+    """A sample of a repeated task: how many samples the task has; 0 for a task run once."""
+
+    @property
+    def label(self) -> str:
+        """The name as reports show it: `name [i/K]` for a sample of a repeated task."""
+        return f"{self.name} [{self.sample}/{self.of}]" if self.of else self.name
 
 
 @dataclass(frozen=True)
@@ -175,6 +238,13 @@ class RunSummary:
     exit_code: ExitCode
     out_dir: Path
     junit_path: Path | None = None
+    min_pass_rate: float = 1.0
+    """`--min-pass-rate`: the share of a repeated task's samples that must pass (DESIGN 22)."""
+
+    @property
+    def tasks(self) -> int:
+        """Tasks run: a repeated task counts once, however many samples it has."""
+        return sum(1 for o in self.outcomes if not o.of) + len(sample_groups(self.outcomes))
 
     @property
     def totals(self) -> Totals:
@@ -185,8 +255,35 @@ class RunSummary:
 
     @property
     def passed(self) -> int:
-        return sum(1 for o in self.outcomes if o.status == "passed")
+        """Tasks that passed: a repeated task by its pass rate (`runner.report.repeats`)."""
+        single = sum(1 for o in self.outcomes if not o.of and o.status == "passed")
+        groups = sample_groups(self.outcomes).values()
+        return single + sum(1 for g in groups if meets_rate(g, self.min_pass_rate))
 
     @property
     def failed(self) -> int:
-        return len(self.outcomes) - self.passed
+        return self.tasks - self.passed
+
+
+def sample_groups(outcomes: list[TaskOutcome]) -> dict[tuple[str, str], list[TaskOutcome]]:
+    """The samples of each repeated task by (name, task file), one outcome per sample index
+    (a later outcome of the same index, as a resumed sample's, wins), in sample order."""
+    groups: dict[tuple[str, str], dict[int, TaskOutcome]] = {}
+    for outcome in outcomes:
+        if outcome.of:
+            groups.setdefault((outcome.name, str(outcome.task_file)), {})[outcome.sample] = outcome
+    return {key: [found[i] for i in sorted(found)] for key, found in groups.items()}
+
+
+def meets_rate(samples: list[TaskOutcome], min_pass_rate: float) -> bool:
+    """Whether the samples that passed reach `min_pass_rate` of the task's K (`of`); a sample
+    that never ran counts as not passed."""
+    of = max((o.of for o in samples), default=0)
+    passes = sum(1 for o in samples if o.status == "passed")
+    return passes_rate(passes, of, min_pass_rate)
+
+
+def passes_rate(passes: int, samples: int, min_pass_rate: float) -> bool:
+    """Whether `passes` out of `samples` reach the rate, compared in whole numbers so that 3/5
+    meets 0.6 whatever the float rounding."""
+    return passes * 1_000_000 >= round(min_pass_rate * 1_000_000) * samples

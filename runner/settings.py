@@ -163,6 +163,11 @@ class Settings(BaseSettings):
     """Base URL of the Anthropic API or a compatible proxy."""
     tool_mode: Literal["xml", "native", "auto"] | None = None
     """`--tool-mode`: overrides every task's `tool_mode` (DESIGN section 16); None keeps it."""
+    findings: bool = False
+    """Every task offers `report_finding`, as if it said `findings: true` (DESIGN 21)."""
+    fail_on: Literal["error", "warning", "note", "never"] | None = None
+    """`--fail-on`: a finding at or above it fails its task (DESIGN 21); None keeps each task's
+    `findings.fail_on` (default `never`)."""
     anthropic_prompt_cache: Literal["rolling", "system", "off"] = "rolling"
     """Anthropic `cache_control` marks: `rolling` on the tools, the system prompt and the latest
     turns (a long session reads most of its prompt from the cache); `system` on the tools and

@@ -230,9 +230,10 @@ def _add_report(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     sub = report.add_subparsers(title="report commands", metavar="COMMAND")
     merge = sub.add_parser(
         "merge",
-        help="merge shard JUnit files (and their summary.json) into one",
-        description="Merge JUnit XML files from shards into one, and with --summary their "
-        "summary.json files. A task found in several inputs (a re-run shard) is a warning.",
+        help="merge shard JUnit files (and their summary.json, findings.sarif, review.json)",
+        description="Merge JUnit XML files from shards into one, and the findings.sarif and "
+        "review.json beside them. With --summary, also merge the shards' summary.json files. A "
+        "task found in several inputs (a re-run shard) is a warning.",
     )
     merge.add_argument("inputs", nargs="+", type=Path, metavar="JUNIT")
     merge.add_argument("-o", "--output", type=Path, required=True, metavar="OUT")

@@ -65,6 +65,7 @@ def settings_and_options(args: argparse.Namespace) -> tuple[Settings, RunOptions
         "sandbox_backend": args.sandbox_backend,
         "tool_mode": getattr(args, "tool_mode", None),
         "allow_hosts": args.allow_host,
+        "fail_on": args.fail_on,
     }
     settings = load_settings(overrides, config_file=args.config)
     options = RunOptions(
@@ -79,6 +80,8 @@ def settings_and_options(args: argparse.Namespace) -> tuple[Settings, RunOptions
         overrides=task_overrides,
         events=args.events,
         result_file=args.result_file,
+        repeat=getattr(args, "repeat", None),
+        min_pass_rate=args.min_pass_rate,
     )
     return settings, options
 

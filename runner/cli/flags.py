@@ -56,6 +56,18 @@ def run_options(parser: argparse.ArgumentParser) -> None:
         " (repeatable; adds to sandbox.network)",
     )
     parser.add_argument("--tool-mode", choices=["xml", "native", "auto"], help="for every task")
+    parser.add_argument(
+        "--fail-on",
+        choices=["error", "warning", "note", "never"],
+        help="a task with a finding this severe or more fails (findings: tasks; default never)",
+    )
+    parser.add_argument(
+        "--min-pass-rate",
+        type=float,
+        default=1.0,
+        metavar="R",
+        help="a repeated task passes when this share of its samples pass (default 1: all)",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="failures and summary only")
     parser.add_argument("-v", "--verbose", action="store_true", help="a line per turn; transcripts")
     parser.add_argument(
@@ -129,6 +141,7 @@ def add_run(commands: Commands) -> None:
     run_options(run)
     task_overrides(run)
     run.add_argument("--jobs", type=int, metavar="N", help="tasks run at once")
+    run.add_argument("--repeat", type=int, metavar="K", help="run each task K times, as samples")
     selection(run)
     add_params(run, "set a declared param (repeatable)")
     run.add_argument("--fail-fast", action="store_true", help="stop at the first failed task")

@@ -1,8 +1,9 @@
 """`agent-runner report merge`: the reports of shards (and of a shard's re-runs) joined into one.
 
-Each kind of input is one step of `merge_reports`: JUnit always, `summary.json` with
-`--summary`. A new kind (SARIF, repeated samples) is one more step that reads its files into
-`runner.report.dedupe.Source`s, so duplicates are found and kept or left out the same way.
+Each kind of input is one step of `merge_reports`: JUnit always, the findings beside the JUnit
+files (`findings.sarif`, `review.json`), `summary.json` with `--summary`. A new kind is one more
+step; one that reads its files into `runner.report.dedupe.Source`s finds duplicates and keeps or
+leaves them out the same way (the findings do not yet: see `runner.report.findings`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from runner.errors import ExitCode
 from runner.report.dedupe import Dedupe
+from runner.report.findings import merge_findings
 from runner.report.summary import merge_summaries
 
 __all__ = ["merge_reports"]
@@ -30,6 +32,7 @@ def merge_reports(
     from runner.report.junit import merge_junit  # junit_xml and ElementTree: only here
 
     warnings = merge_junit(junit, output, dedupe)
+    merge_findings(junit, output)  # DESIGN 21: the SARIF and review bodies beside
     if summaries:
         target = summary_output or output.with_name("summary.json")
         warnings += merge_summaries(summaries, target, junit=output, dedupe=dedupe)

@@ -40,11 +40,11 @@ def write_results(summary: RunSummary, folder: Path, redactor: Redactor) -> None
     of this run without one loses the file an earlier run into the same folder left for it."""
     for outcome in summary.outcomes:
         if outcome.structured_result is None:
-            (folder / result_file_name(outcome.name)).unlink(missing_ok=True)
+            (folder / result_file_name(outcome.label)).unlink(missing_ok=True)
             continue
         folder.mkdir(parents=True, exist_ok=True)
         text = json.dumps(redactor.data(outcome.structured_result), indent=2, ensure_ascii=False)
-        write_text_atomic(folder / result_file_name(outcome.name), text + "\n")
+        write_text_atomic(folder / result_file_name(outcome.label), text + "\n")
 
 
 def write_result_file(summary: RunSummary, path: Path, redactor: Redactor) -> None:
@@ -53,6 +53,6 @@ def write_result_file(summary: RunSummary, path: Path, redactor: Redactor) -> No
     if len(summary.outcomes) == 1:
         text = redactor.text(summary.outcomes[0].result or "")
     else:
-        results = {o.name: o.result for o in summary.outcomes}
+        results = {o.label: o.result for o in summary.outcomes}  # `task [i/K]` for a sample
         text = json.dumps(redactor.data(results), indent=2, ensure_ascii=False) + "\n"
     write_text_atomic(path, text)

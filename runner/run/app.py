@@ -24,14 +24,19 @@ from runner.report import (
     error_annotation,
     exit_code_of,
     final_table,
+    finding_annotations,
+    findings_table,
     group_end,
     group_start,
     summary_text,
     task_finished_line,
     task_started_line,
+    verdict_lost,
     write_outputs,
     write_result_file,
     write_results,
+    write_review,
+    write_sarif,
     write_step_summary,
     write_summary_json,
 )
@@ -40,12 +45,14 @@ from runner.run.plan import (
     Job,
     PromptTask,
     RunOptions,
+    expand_samples,
     load_prompt_task,
     load_selected_tasks,
     prepare_jobs,
     select_tasks,
+    shard_samples,
 )
-from runner.run.resume import resumed_jobs
+from runner.run.resume import other_samples, resumed_jobs
 from runner.run.session import RunContext, check_isolation, run_in_isolation, run_task
 from runner.run.telemetry import (
     Progress,
@@ -75,7 +82,10 @@ def run_tasks(
         tasks = load_prompt_task(paths, params, settings, options.out)
     else:
         tasks = load_selected_tasks(paths, params, settings)
-    tasks = [options.overrides.apply(task) for task in select_tasks(tasks, *selection)]
+    selected = select_tasks(tasks, selection[0], None)
+    tasks = [options.overrides.apply(task) for task in selected]
+    tasks = expand_samples(tasks, options.repeat, options.isolation, environ())  # DESIGN 22
+    tasks = shard_samples(tasks, selection[1])
     jobs = prepare_jobs(tasks, settings, model)
     return execute(jobs, settings, options)
 
@@ -88,11 +98,15 @@ def resume_sessions(
     if not jobs:
         print("nothing to resume: every session there passed", file=sys.stderr)
         return 0
-    return execute(jobs, settings, options)
+    # A repeated task is reported over all K: the samples not run again, as their logs ended.
+    return execute(jobs, settings, options, other_samples(paths, jobs))
 
 
-def execute(jobs: list[Job], settings: Settings, options: RunOptions) -> int:
-    """Run the jobs, write the reports, return the run's exit code."""
+def execute(
+    jobs: list[Job], settings: Settings, options: RunOptions, carried: Sequence[TaskOutcome] = ()
+) -> int:
+    """Run the jobs, write the reports, return the run's exit code; `carried` outcomes (samples
+    of an earlier run that do not run again) are reported with the jobs'."""
     codes = {signal.SIGINT: ExitCode.SIGINT, signal.SIGTERM: ExitCode.SIGTERM}
     parents = [(job.task, job.resume.worktree if job.resume else None) for job in jobs]
     check_isolation(parents, settings.jobs, options.isolation, environ())
@@ -100,10 +114,16 @@ def execute(jobs: list[Job], settings: Settings, options: RunOptions) -> int:
         Watchdog(settings.shutdown_grace_s, codes) as watchdog,
         traced_run(environ(), len(jobs)) as trace,
     ):
-        return trace.finish(_execute(jobs, settings, options, watchdog))
+        return trace.finish(_execute(jobs, settings, options, watchdog, carried))
 
 
-def _execute(jobs: list[Job], settings: Settings, options: RunOptions, watchdog: Watchdog) -> int:
+def _execute(
+    jobs: list[Job],
+    settings: Settings,
+    options: RunOptions,
+    watchdog: Watchdog,
+    carried: Sequence[TaskOutcome] = (),
+) -> int:
     env = environ()
     secrets = settings.named_secrets()
     for job in jobs:
@@ -142,6 +162,8 @@ def _execute(jobs: list[Job], settings: Settings, options: RunOptions, watchdog:
     finally:
         if ctx.events is not None:
             ctx.events.close()
+    if carried:  # a resumed repeated task: its samples side by side, in order
+        outcomes = sorted([*carried, *outcomes], key=lambda o: (o.name, o.sample))
     junit = options.junit or options.out / "junit.xml"
     models = sorted({o.model for o in outcomes})
     summary = RunSummary(
@@ -149,9 +171,10 @@ def _execute(jobs: list[Job], settings: Settings, options: RunOptions, watchdog:
         runner_version=__version__,
         model=", ".join(models),
         outcomes=outcomes,
-        exit_code=exit_code_of(outcomes),
+        exit_code=exit_code_of(outcomes, options.min_pass_rate),
         out_dir=options.out,
         junit_path=junit,
+        min_pass_rate=options.min_pass_rate,
     )
     with watchdog.reporting():
         summary = _write_reports(summary, junit, redactor, console, options.result_file)
@@ -161,12 +184,12 @@ def _execute(jobs: list[Job], settings: Settings, options: RunOptions, watchdog:
     else:
         console.always(final_table(summary, redactor=redactor))
     if github is not None:
-        for outcome in outcomes:
-            line = error_annotation(outcome, redactor=redactor)
-            if line:
-                console.command(line)
+        failed = [line for o in outcomes if (line := error_annotation(o, redactor=redactor))]
+        for line in [*failed, *finding_annotations(outcomes, redactor, len(failed))]:
+            console.command(line)
         if github.step_summary is not None:
             write_step_summary(summary, github.step_summary, redactor)
+            _append(github.step_summary, findings_table(outcomes, redactor))
         if github.output is not None:
             write_outputs(summary, github.output, redactor)
     return summary.exit_code
@@ -187,6 +210,8 @@ def _write_reports(
         (junit, write_junit),
         (summary.out_dir / "summary.json", write_summary_json),
         (summary.out_dir / "results", write_results),
+        (summary.out_dir / "findings.sarif", write_sarif),
+        (summary.out_dir / "review.json", write_review),
         *([(result_file, write_result_file)] if result_file else []),
     ]
     for path, write in writers:
@@ -200,6 +225,13 @@ def _write_reports(
             code = worst_exit_code([summary.exit_code, ExitCode.INFRASTRUCTURE])
             summary = dataclasses.replace(summary, exit_code=code)
     return summary
+
+
+def _append(path: Path, text: str) -> None:
+    """Add `text` to the step summary when it stays under GitHub's 1 MiB."""
+    if text and (path.stat().st_size if path.exists() else 0) + len(text.encode()) < 1 << 20:
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(text)
 
 
 class _Console:
@@ -240,6 +272,7 @@ async def _run_all(
 ) -> list[TaskOutcome]:
     limiter = asyncio.Semaphore(concurrency)
     stop = asyncio.Event()
+    rate = options.min_pass_rate
 
     async def one(index: int, job: Job) -> None:
         async with limiter:
@@ -248,10 +281,10 @@ async def _run_all(
             job.started = True
             console.line(
                 task_started_line(
-                    job.task.name, f"{job.llm.provider}:{job.llm.model}", redactor=ctx.redactor
+                    job.task.label, f"{job.llm.provider}:{job.llm.model}", redactor=ctx.redactor
                 )
             )
-            async with ctx.progress.task(job.task.name):
+            async with ctx.progress.task(job.task.label):
                 run = run_in_isolation(
                     job.task,
                     lambda task: run_task(task, job.llm, ctx, job.resume),
@@ -262,9 +295,11 @@ async def _run_all(
                     parent=job.resume.worktree if job.resume else None,
                 )
                 outcome = await traced_task(job.task, job.llm, ctx.redactor, run)
-            results[index] = outcome
+            results[index] = outcome = _as_sample(outcome, job)
             _report_finished(outcome, console, ctx.redactor, github, options.verbose)
-            if options.fail_fast and outcome.status != "passed":
+            failed = outcome.status != "passed"
+            # A failed sample stops the run only once its task can no longer pass.
+            if options.fail_fast and failed and verdict_lost(outcome, results.values(), rate):
                 stop.set()
 
     loop = asyncio.get_running_loop()
@@ -289,9 +324,18 @@ async def _run_all(
     return outcomes
 
 
+def _as_sample(outcome: TaskOutcome, job: Job) -> TaskOutcome:
+    """The outcome with its task's sample index and K (DESIGN 22); as it is for a task run once."""
+    if not job.task.of:
+        return outcome
+    return dataclasses.replace(outcome, sample=job.task.sample, of=job.task.of)
+
+
 def _lost(job: Job, error: BaseException | None) -> TaskOutcome:
     """A task that ended without an outcome (a bug): reported as an internal error, not lost."""
     return TaskOutcome(
+        sample=job.task.sample,
+        of=job.task.of,
         name=job.task.name,
         task_file=job.task.file,
         status="error",
@@ -304,6 +348,8 @@ def _lost(job: Job, error: BaseException | None) -> TaskOutcome:
 
 def _not_started(job: Job, ctx: RunContext, reason: str | None = None) -> TaskOutcome:
     return TaskOutcome(
+        sample=job.task.sample,
+        of=job.task.of,
         name=job.task.name,
         task_file=job.task.file,
         status="interrupted",
@@ -363,6 +409,7 @@ def _write_stuck_reports(
         exit_code=ctx.signal_exit,
         out_dir=options.out,
         junit_path=junit,
+        min_pass_rate=options.min_pass_rate,
     )
     _write_reports(summary, junit, ctx.redactor, console)
     abandon_traces()  # the process exits next: send what the open spans say
@@ -391,8 +438,11 @@ def _report_finished(
         return
     # On GitHub Actions the transcript is folded in a group under the task's result line.
     console.line(group_start(f"{outcome.name}: {outcome.status}"))
-    console.line(line)
-    console.line(transcript or f"result: {outcome.result}")
+    # A line the model or a check wrote that starts with `::` must not run as a workflow command
+    # (an `::error` of its own making): commands stay off until an unguessable token.
+    token = uuid.uuid4().hex
+    console.line(f"::stop-commands::{token}\n{line}\n{transcript or f'result: {outcome.result}'}")
+    console.line(f"::{token}::")
     console.line(group_end())
 
 

@@ -29,6 +29,7 @@ from runner.sessionlog.html import export_html
 from runner.sessionlog.reader import (
     SessionRecord,
     find_sessions,
+    latest_sessions,
     read_session,
     rebuild_messages,
     sessions_to_resume,
@@ -60,6 +61,7 @@ __all__ = [
     "export_json",
     "export_markdown",
     "find_sessions",
+    "latest_sessions",
     "host_facts",
     "iso_utc",
     "new_session_id",

@@ -162,14 +162,16 @@ def find_sessions(path: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*.jsonl") if p.is_file())
 
 
-def _task_key(record: SessionRecord) -> tuple[str, str]:
+def _task_key(record: SessionRecord) -> tuple[str, str, str]:
     """Which task a session ran: its name and its task file (relative to the checkout when the
-    log says, so that copies of one task run on different machines count as one task)."""
+    log says, so that copies of one task run on different machines count as one task), and for
+    a sample of a repeated task, which sample (DESIGN 22): each sample is resumed on its own."""
     task = record.header.get("task")
     name = str(task.get("name", "")) if isinstance(task, dict) else ""
     checkout = record.header.get("checkout")
     where = checkout.get("task_file") if isinstance(checkout, dict) else None
-    return name, str(where or record.header.get("task_file") or "")
+    sample = str(record.header.get("sample") or "") if record.header.get("of") else ""
+    return name, str(where or record.header.get("task_file") or ""), sample
 
 
 def sessions_to_resume(path: Path, *more: Path) -> list[Path]:
@@ -179,9 +181,19 @@ def sessions_to_resume(path: Path, *more: Path) -> list[Path]:
     another session there resumed is never the latest; among the rest the latest started last
     (`started_at`, then the file name). Sub-agent sessions are skipped: resuming their parent
     settles them."""
+    folders = (path, *more)
+    chosen = {r.path for r in latest_sessions(*folders) if status_of(r) != "passed"}
+    return [p for folder in folders for p in find_sessions(folder) if p in chosen]
+
+
+def latest_sessions(path: Path, *more: Path) -> list[SessionRecord]:
+    """Per task (per sample of a repeated task) at `path` (and the `more` folders, taken
+    together), its latest session, whatever its status, in the order `find_sessions` gives: how
+    `sessions_to_resume` chooses, and how a resume reports a repeated task over all its
+    samples."""
     records = [read_session(p) for folder in (path, *more) for p in find_sessions(folder)]
     parents = {r.parent_id for r in records if r.parent_id}
-    latest: dict[tuple[str, str], SessionRecord] = {}
+    latest: dict[tuple[str, str, str], SessionRecord] = {}
     for record in records:
         if record.session_id in parents or record.header.get("parent_session_id"):
             continue
@@ -190,8 +202,8 @@ def sessions_to_resume(path: Path, *more: Path) -> list[Path]:
         known = latest.get(key)
         if known is None or order > (str(known.header.get("started_at") or ""), known.path.name):
             latest[key] = record
-    chosen = {r.path for r in latest.values() if status_of(r) != "passed"}
-    return [r.path for r in records if r.path in chosen]
+    kept = {r.path for r in latest.values()}
+    return [r for r in records if r.path in kept]
 
 
 def spilled_text(log_path: Path, event: dict[str, Any]) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, Literal
 
-from runner.outcome import Status, Totals
+from runner.outcome import Finding, Status, Totals
 from runner.redact import Redactor
 from runner.sessionlog.events import EventStream
 from runner.sessionlog.files import save_prompt, spill
@@ -328,6 +328,10 @@ class SessionLogWriter:
         """One connection through the network allowlist's proxy (DESIGN 19): `host`, `port`,
         `allowed`, `method`, `rule`, `reason`, `bytes_up`, `bytes_down`, `duration_s`."""
         self._event("network", turn=turn, **fields)
+
+    def finding(self, finding: Finding, turn: int) -> None:
+        """One accepted `report_finding` call (DESIGN 21), as the reports will show it."""
+        self._event("finding", turn=turn, **finding.as_json())
 
     def warning(self, message: str) -> None:
         """Something the operator should know that did not stop the session (e.g. resume drift)."""

@@ -18,6 +18,7 @@ from runner.task.hooks import Hook, Hooks, ToolHook, parse_config_hooks
 from runner.task.loader import Task, discover_task_files, load_tasks
 from runner.task.model import (
     Expect,
+    FindingsSpec,
     Limits,
     Require,
     Success,
@@ -31,6 +32,7 @@ __all__ = [
     "AgentLimits",
     "AgentSpec",
     "Expect",
+    "FindingsSpec",
     "Hook",
     "Hooks",
     "Limits",

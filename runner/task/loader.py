@@ -56,6 +56,15 @@ class Task:
     isolated: Mapping[str, str] = field(default_factory=dict)
     """Set while the task runs in a git worktree (runner.run.session.isolation): the original
     `workdir`, `head`, `patch` (relative to --out) and `worktree`; empty otherwise."""
+    sample: int = 0
+    """With `repeat: K` (DESIGN 22): which of the task's K samples this is, from 1; 0 otherwise."""
+    of: int = 0
+    """With `repeat: K`: K, the task's number of samples; 0 for a task that is not repeated."""
+
+    @property
+    def label(self) -> str:
+        """The name as the console shows it: `name [i/K]` for a sample of a repeated task."""
+        return f"{self.name} [{self.sample}/{self.of}]" if self.of else self.name
 
     @property
     def prompt(self) -> str:

@@ -63,12 +63,13 @@ def print_prompt(
     task = _pick(tasks, name, path)
     from runner.redact import Redactor
     from runner.run.agents import offered_tools
-    from runner.run.guard import task_skills, tools_with_skills
+    from runner.run.guard import report_finding_spec, task_skills, tools_with_skills
     from runner.run.session import task_system_prompt, task_tool_lists
 
     every, allowed = task_tool_lists(task, settings)
     skills = task_skills(task)
-    tools = offered_tools(task, tools_with_skills(task, every, allowed, skills))
+    own = tools_with_skills(task, every, allowed, skills)
+    tools = offered_tools(task, [*own, *([report_finding_spec()] if task.spec.findings else [])])
     mask = Redactor([*settings.secret_values(), *task.secrets]).text
     sys.stdout.write(task_system_prompt(task, settings, tools, environ(), skills=skills, mask=mask))
     return ExitCode.OK

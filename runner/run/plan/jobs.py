@@ -43,6 +43,16 @@ class RunOptions:
     """`--events`: a file, or `-` for stdout, to stream every session-log record to."""
     result_file: Path | None = None
     """`--result-file`: where the final result text (or a JSON map of them) is written."""
+    repeat: int | None = None
+    """`--repeat K`: every task runs as K samples (None: each task's own `repeat`)."""
+    min_pass_rate: float = 1.0
+    """`--min-pass-rate R`: a repeated task passes when this share of its samples pass."""
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.min_pass_rate <= 1.0:
+            raise ConfigError(
+                f"--min-pass-rate {self.min_pass_rate:g}: give a share from 0 to 1, e.g. 0.8"
+            )
 
 
 @dataclass

@@ -11,7 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from runner.errors import ConfigError, TaskFileError
-from runner.run.guard import check_network, feature_problems, with_config_hooks
+from runner.run.guard import (
+    check_network,
+    feature_problems,
+    with_config_findings,
+    with_config_hooks,
+)
 from runner.settings import Settings, environ
 from runner.task import Task, discover_task_files, load_tasks
 
@@ -32,7 +37,7 @@ def load_selected_tasks(
         env=environ(),
         config_agents=settings.agents,
     )
-    return with_config_hooks(tasks, settings.hooks)
+    return with_config_findings(with_config_hooks(tasks, settings.hooks), settings.findings)
 
 
 def check_config_extensions(settings: Settings) -> None:

@@ -7,6 +7,8 @@ picks up from (the context so far, the sub-agents a cut-off reply started, the n
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,10 +16,11 @@ from typing import Any
 
 from runner.errors import ConfigError
 from runner.llm import Message
-from runner.outcome import Totals
+from runner.outcome import SEVERITIES, Finding, Totals
 from runner.redact import Redactor
 from runner.run.agents import settled_agent_calls
 from runner.run.plan import Job, RunOptions, prepare_jobs
+from runner.run.resume.samples import with_logged_sample
 from runner.run.resume.task import check_header_names, resumed_task
 from runner.run.session import Located, ResumePoint, locate_in_checkout, parent_worktree
 from runner.run.turn import answer_open_calls, logged_tool_mode
@@ -76,6 +79,7 @@ def resumed_jobs(
             workdir=workdir,
             say=say,
         )
+        task = with_logged_sample(task, record.header, log)  # a sample stays that sample
         say(_paths_line(log, located, task, task.file.is_file()))
         task = options.overrides.apply(task)
         model = args.model or str(record.header.get("model") or "") or None
@@ -134,7 +138,22 @@ def _resume_point(record: SessionRecord, message: str | None) -> ResumePoint:
         expected_tools=tuple(t.get("name", "") for t in record.header.get("tools") or []),
         worktree=parent_worktree(record.header, record.path),
         results=results,
+        findings=_findings(record),
     )
+
+
+def _findings(record: SessionRecord) -> tuple[Finding, ...]:
+    """The findings the parent's log holds (DESIGN 21); a line that does not fit is left out."""
+    found = []
+    names = [field.name for field in dataclasses.fields(Finding)]
+    for event in record.events:
+        if event.get("type") != "finding":
+            continue
+        with contextlib.suppress(TypeError, KeyError):
+            fields = {name: event[name] for name in names}
+            if fields["severity"] in SEVERITIES and isinstance(fields["line"], int):
+                found.append(Finding(**fields))
+    return tuple(found)
 
 
 def default_message(record: SessionRecord) -> str:

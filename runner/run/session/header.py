@@ -42,6 +42,7 @@ def session_header(
         "sandbox": sandbox,
         "system_prompt": system,
         "tool_mode": "native" if task.spec.tool_mode == "native" else "xml",
+        **({"sample": task.sample, "of": task.of} if task.of else {}),
         "tools": [
             {
                 "name": t.name,

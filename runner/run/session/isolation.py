@@ -204,7 +204,7 @@ async def run_isolated(
         )
     except RunnerError as error:
         return _failed(task, error)
-    name = patch_name(task.name)
+    name = patch_name(task.label)  # a sample: `name__2_5_.patch`
     target = out_dir / "patches" / name
     facts = {
         "workdir": str(task.workdir),

@@ -24,10 +24,11 @@ from runner.llm import (
     max_output_tokens_for,
 )
 from runner.mcp import McpHub, McpLimits
-from runner.outcome import Status, TaskOutcome, Totals
+from runner.outcome import Finding, Status, TaskOutcome, Totals
 from runner.redact import Redactor
 from runner.run.agents import agent_executor, call_concurrency, offered_tools
 from runner.run.guard import (
+    FindingSink,
     HookRunner,
     TaskSandbox,
     end_hooks,
@@ -109,6 +110,8 @@ class ResumePoint:
     """The parent ran in a worktree: its `head` and `patch` (runner.run.session.isolation)."""
     results: tuple[NativeResult, ...] = ()
     """Native mode: results the appended message owes the parent's last calls."""
+    findings: tuple[Finding, ...] = ()
+    """The parent's findings (DESIGN 21): the resumed task reports them with its own."""
 
 
 @dataclass
@@ -129,6 +132,7 @@ class _State:
     children: list[str] = field(default_factory=list)
     sandbox: TaskSandbox | None = None
     """What confines the task's commands (runner.run.guard.sandboxing)."""
+    findings: FindingSink = field(default_factory=lambda: FindingSink(None))
     """Session ids of the sub-agents the task started (runner.run.agents)."""
 
 
@@ -159,6 +163,7 @@ async def _run_task(
             used.input_tokens, used.output_tokens, used.cache_read_tokens, used.cache_write_tokens
         )
     redactor = ctx.redactor.with_secrets((*task.secrets, *sandbox.secrets))
+    state.findings = FindingSink.of(task, redactor.text, lambda: state.budget.turns, resume)
     status: Status
     try:
         status, kind, reason = await _run(task, llm, ctx, resume, state, redactor)
@@ -180,6 +185,8 @@ async def _run_task(
             with contextlib.suppress(LogWriteError):
                 state.log.warning(traceback.format_exc())
         ctx.say(redactor.text(traceback.format_exc()))
+    if status == "passed" and (gate := state.findings.gate(ctx.settings.fail_on)):
+        status, kind, reason, code = "failed", "findings", gate, ExitCode.FAILED  # DESIGN 21
     totals = _totals(state)
     result = state.completion.result if state.completion else ""
     if status != "interrupted" and state.log is not None and not state.log.ended:
@@ -205,6 +212,7 @@ async def _run_task(
             structured_result(result, task.spec.success.expect) if status == "passed" else None
         ),
         child_sessions=tuple(state.children),
+        findings=state.findings.result(),
     )
 
 
@@ -253,7 +261,7 @@ async def _run(
         policy=task.spec.tools,
         workdir=task.workdir,
         # A folder name cannot be masked once written: no secret of the task name in it.
-        artifacts_dir=ctx.out_dir / "mcp-logs" / redactor.text(task.name).replace("*", "_"),
+        artifacts_dir=ctx.out_dir / "mcp-logs" / _logs_name(task, redactor),
         startup_timeout_s=settings.mcp_startup_timeout_s,
         default_tool_timeout_s=tool_timeout,
         base_env=ctx.env,
@@ -268,7 +276,7 @@ async def _run(
         async with hub:  # stops every server on the way out, cancellation included
             skills = task_skills(task)
             own = tools_with_skills(task, hub.tools, hub.allowed_tools, skills)
-            tools = offered_tools(task, own)
+            tools = offered_tools(task, state.findings.tools(own))
             check_tool_patterns(task, [*hub.tools, *tools])
             system = task_system_prompt(
                 task, settings, tools, ctx.env, mask=redactor.text, skills=skills
@@ -288,7 +296,8 @@ async def _run(
                 lambda: state.budget.turns,
                 mask=redactor.text,
             )
-            state.executor = guarded(task, hub, own, skills, state.hooks)
+            executor = guarded(task, hub, own, skills, state.hooks)
+            state.executor = state.findings.wrap(executor, state.log)
             # Everything imported and built so far lives for the whole run; the collector need not
             # walk it again. Without this, every full collection walks the SDKs' ~200k objects and
             # stalls a turn for over 100 ms.
@@ -428,6 +437,11 @@ async def _converse(
         report = await wind_down.final_report(limit, llm, system, messages, log, cost_of, ctx.say)
         state.completion = report or state.completion
         raise
+
+
+def _logs_name(task: Task, redactor: Redactor) -> str:
+    """The MCP logs' folder: the task's name (a sample's with `.i`), no secret in it."""
+    return redactor.text(task.name).replace("*", "_") + (f".{task.sample}" if task.of else "")
 
 
 def _warn(ctx: RunContext, redactor: Redactor, line: str) -> None:
