@@ -25,8 +25,9 @@ __all__ = [
     "sample_groups",
 ]
 
-Status = Literal["passed", "failed", "budget_exceeded", "error", "interrupted"]
-"""How a task ended; the same words as the session log's `end` event."""
+Status = Literal["passed", "failed", "budget_exceeded", "error", "interrupted", "skipped"]
+"""How a task ended; the same words as the session log's `end` event. `skipped`: never started
+(`--fail-fast` stopped the run first), so it has no session log."""
 
 Severity = Literal["error", "warning", "note"]
 """How serious a finding is: SARIF's `level` words (DESIGN 21)."""
@@ -261,8 +262,17 @@ class RunSummary:
         return single + sum(1 for g in groups if meets_rate(g, self.min_pass_rate))
 
     @property
+    def skipped(self) -> int:
+        """Tasks that never started (`--fail-fast`): a repeated task when none of its samples
+        did."""
+        single = sum(1 for o in self.outcomes if not o.of and o.status == "skipped")
+        groups = sample_groups(self.outcomes).values()
+        return single + sum(1 for g in groups if all(o.status == "skipped" for o in g))
+
+    @property
     def failed(self) -> int:
-        return self.tasks - self.passed
+        """Tasks that ran and did not pass."""
+        return self.tasks - self.passed - self.skipped
 
 
 def sample_groups(outcomes: list[TaskOutcome]) -> dict[tuple[str, str], list[TaskOutcome]]:

@@ -57,14 +57,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args)
     except RunnerError as exc:
-        print(f"agent-runner: {exc}", file=sys.stderr)
-        if exc.exit_code == ExitCode.USAGE:
-            from runner.run import annotate_config_error
+        from runner.run import report_error
 
-            # stdout is one JSON document (--output json) or the event stream (--events -).
-            taken = getattr(args, "output", "") == "json" or getattr(args, "events", "") == "-"
-            annotate_config_error(str(exc), json_output=taken, outputs=True)
-        return exc.exit_code
+        # stdout is one JSON document (--output json) or the event stream (--events -).
+        json_output = getattr(args, "output", "") == "json"
+        taken = json_output or getattr(args, "events", "") == "-"
+        return report_error(exc, json_output=json_output, stdout_taken=taken)
     except BaseExceptionGroup as group:
         # Task groups wrap errors; an operator error inside one is still an operator error.
         leaf = _first_runner_error(group)
@@ -198,7 +196,7 @@ def _add_prompt(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     prompt.add_argument("task", metavar="TASK", help="a task file")
     prompt.add_argument("--name", help="which task of a suite file")
-    prompt.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
+    add_params(prompt, "set a declared param (repeatable)")
     common(prompt)
     prompt.set_defaults(handler=_prompt)
 
@@ -220,7 +218,9 @@ def _add_log(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="export a session log (html: also every log of a run folder, as one page)",
     )
     export.add_argument("log", type=Path, metavar="LOG|DIR")
-    export.add_argument("--format", choices=["json", "markdown", "html"], default="json")
+    export.add_argument(
+        "--format", choices=["json", "markdown", "html"], default="json", help="default: json"
+    )
     export.add_argument("-o", "--output", type=Path, metavar="FILE", help="write here, not stdout")
     export.set_defaults(handler=_log_export)
 
@@ -236,7 +236,9 @@ def _add_report(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "task found in several inputs (a re-run shard) is a warning.",
     )
     merge.add_argument("inputs", nargs="+", type=Path, metavar="JUNIT")
-    merge.add_argument("-o", "--output", type=Path, required=True, metavar="OUT")
+    merge.add_argument(
+        "-o", "--output", type=Path, required=True, metavar="OUT", help="the merged JUnit file"
+    )
     merge.add_argument(
         "--summary",
         nargs="+",
@@ -306,8 +308,6 @@ def _log_show(args: argparse.Namespace) -> int:
 def _log_export(args: argparse.Namespace) -> int:
     from runner.sessionlog import export_html, export_json, export_markdown
 
-    if args.format != "html" and args.log.is_dir():
-        raise ConfigError(f"--format {args.format} exports one log file; only html takes a folder")
     exporters = {"json": export_json, "markdown": export_markdown, "html": export_html}
     text = exporters[args.format](args.log)
     if args.output is None:

@@ -47,7 +47,11 @@ def run_options(parser: argparse.ArgumentParser) -> None:
         "--output", choices=["text", "json"], default="text", help="console summary format"
     )
     parser.add_argument("--sandbox", choices=["auto", "required", "off"], help="mode of every task")
-    parser.add_argument("--sandbox-backend", choices=["auto", "bwrap", "landlock", "none"])
+    parser.add_argument(
+        "--sandbox-backend",
+        choices=["auto", "bwrap", "landlock", "none"],
+        help="what confines commands (default auto: bwrap, else Landlock)",
+    )
     parser.add_argument(
         "--allow-host",
         action="append",

@@ -34,6 +34,7 @@ STATUS_LABELS: dict[Status, str] = {
     "budget_exceeded": "BUDGET",
     "error": "ERROR",
     "interrupted": "INTERRUPTED",
+    "skipped": "SKIP",
 }
 """The word a console line starts with, per status."""
 
@@ -43,6 +44,7 @@ _COLORS: dict[Status, str] = {
     "budget_exceeded": "33",
     "error": "35",
     "interrupted": "33",
+    "skipped": "90",
 }
 _LABEL_WIDTH = max(len(label) for label in STATUS_LABELS.values())
 _REASON_LIMIT = 160
@@ -138,7 +140,8 @@ def final_table(summary: RunSummary, *, redactor: Redactor, color: bool = False)
     totals = summary.totals
     total_row = (
         f"total ({len(summary.outcomes)})",
-        f"{summary.passed} passed, {summary.failed} not",
+        f"{summary.passed} passed, {summary.failed} not"
+        + (f", {summary.skipped} skipped" if summary.skipped else ""),
         str(totals.turns),
         format_tokens(totals.tokens),
         format_cost(totals.cost_usd),

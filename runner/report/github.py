@@ -57,6 +57,7 @@ _ICONS: dict[Status, str] = {
     "budget_exceeded": "⏱️",
     "error": "💥",
     "interrupted": "⏹️",
+    "skipped": "⏭️",
 }
 # Rows that did not pass come first, so a cut table still shows every problem it can.
 _REPEAT_ROWS = 200
@@ -66,7 +67,8 @@ _ORDER: dict[Status, int] = {
     "failed": 1,
     "budget_exceeded": 2,
     "interrupted": 3,
-    "passed": 4,
+    "skipped": 4,
+    "passed": 5,
 }
 
 
@@ -103,8 +105,8 @@ def escape_property(value: str) -> str:
 
 
 def error_annotation(outcome: TaskOutcome, *, redactor: Redactor) -> str:
-    """An `::error` line pointing at the task's file, or "" for a task that passed."""
-    if outcome.status == "passed":
+    """An `::error` line pointing at the task's file, or "" for a task that passed or never ran."""
+    if outcome.status in ("passed", "skipped"):
         return ""
     status = outcome.status.replace("_", " ")
     cause = f" ({outcome.kind})" if outcome.kind else ""
@@ -264,8 +266,9 @@ def step_summary_markdown(summary: RunSummary, redactor: Redactor, limit: int) -
     limit are left out, with a note saying how many and where to find them."""
     totals = summary.totals
     code = summary.exit_code
+    skipped = f", {summary.skipped} skipped" if summary.skipped else ""
     head = (
-        f"### agent-runner: {summary.passed} passed, {summary.failed} not passed\n\n"
+        f"### agent-runner: {summary.passed} passed, {summary.failed} not passed{skipped}\n\n"
         f"Run {_code(redactor.text(summary.run_id))}, model "
         f"{_code(redactor.text(summary.model))}, "
         f"exit code {int(code)} ({EXIT_CODE_MEANINGS.get(code, 'unknown')}).\n\n"

@@ -44,6 +44,7 @@ def run_properties(summary: RunSummary) -> dict[str, str]:
         "tasks": str(summary.tasks),
         "passed": str(summary.passed),
         "failed": str(summary.failed),
+        "skipped": str(summary.skipped),
         "turns": str(totals.turns),
         "tokens": str(totals.tokens),
         "input_tokens": str(totals.input_tokens),
@@ -132,6 +133,8 @@ def _test_case(outcome: TaskOutcome, redactor: Redactor) -> TestCase:
         case.add_failure_info(message=message, output=output, failure_type=outcome.kind or "failed")
     elif outcome.status == "budget_exceeded":
         case.add_failure_info(message=message, output=output, failure_type="budget_exceeded")
+    elif outcome.status == "skipped":
+        case.add_skipped_info(message=message, output=output)
     elif outcome.status in ("error", "interrupted"):
         kind = outcome.kind or outcome.status
         case.add_error_info(message=message, output=output, error_type=kind)

@@ -161,6 +161,7 @@ def summary_json(summary: RunSummary) -> dict[str, Any]:
         "exit_code": int(summary.exit_code),
         "passed": summary.passed,
         "failed": summary.failed,
+        "skipped": summary.skipped,
         "totals": _totals_json(summary.totals),
         "out_dir": display_path(summary.out_dir),
         "junit": display_path(summary.junit_path) if summary.junit_path else None,
@@ -264,6 +265,7 @@ def merge_summaries(
     totals["cost_usd"] = round(totals["cost_usd"], 6)
     totals["duration_s"] = round(totals["duration_s"], 3)
     passed = sum(1 for t in tasks if t.get("status") == "passed")
+    skipped = sum(1 for t in tasks if t.get("status") == "skipped")
     merged = {
         "version": SUMMARY_VERSION,
         "run_id": _common([s.get("run_id") for s in shards]),
@@ -272,7 +274,8 @@ def merge_summaries(
         "model": _common([s.get("model") for s in shards]),
         "exit_code": int(_worst([_exit_code(s["exit_code"]) for s in shards])),
         "passed": passed,
-        "failed": len(tasks) - passed,
+        "failed": len(tasks) - passed - skipped,
+        "skipped": skipped,
         "totals": totals,
         "out_dir": _common([s.get("out_dir") for s in shards]),
         "junit": display_path(junit) if junit is not None else None,

@@ -19,6 +19,7 @@ from runner.run.plan import (
     annotate_config_error,
     list_tasks,
     print_prompt,
+    report_error,
     validate,
 )
 from runner.run.resume import latest_run_logs
@@ -31,6 +32,7 @@ __all__ = [
     "latest_run_logs",
     "list_tasks",
     "print_prompt",
+    "report_error",
     "resume_sessions",
     "run_tasks",
     "validate",

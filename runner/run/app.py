@@ -45,6 +45,7 @@ from runner.run.plan import (
     Job,
     PromptTask,
     RunOptions,
+    check_out_dir,
     expand_samples,
     load_prompt_task,
     load_selected_tasks,
@@ -110,6 +111,7 @@ def execute(
     codes = {signal.SIGINT: ExitCode.SIGINT, signal.SIGTERM: ExitCode.SIGTERM}
     parents = [(job.task, job.resume.worktree if job.resume else None) for job in jobs]
     check_isolation(parents, settings.jobs, options.isolation, environ())
+    check_out_dir(options.out, options.junit)
     with (
         Watchdog(settings.shutdown_grace_s, codes) as watchdog,
         traced_run(environ(), len(jobs)) as trace,
@@ -274,6 +276,8 @@ async def _run_all(
     stop = asyncio.Event()
     rate = options.min_pass_rate
 
+    stopped_by: list[TaskOutcome] = []  # --fail-fast: the task that stopped the run
+
     async def one(index: int, job: Job) -> None:
         async with limiter:
             if stop.is_set():
@@ -300,6 +304,7 @@ async def _run_all(
             failed = outcome.status != "passed"
             # A failed sample stops the run only once its task can no longer pass.
             if options.fail_fast and failed and verdict_lost(outcome, results.values(), rate):
+                stopped_by.append(outcome)
                 stop.set()
 
     loop = asyncio.get_running_loop()
@@ -321,6 +326,8 @@ async def _run_all(
             outcomes.append(_lost(job, error))
         elif ctx.interrupted:
             outcomes.append(_not_started(job, ctx))
+        elif stopped_by:
+            outcomes.append(_skipped(job, stopped_by[0]))
     return outcomes
 
 
@@ -356,6 +363,21 @@ def _not_started(job: Job, ctx: RunContext, reason: str | None = None) -> TaskOu
         reason=reason or "not started: the run was interrupted",
         kind="signal",
         exit_code=ctx.signal_exit,
+        model=f"{job.llm.provider}:{job.llm.model}",
+    )
+
+
+def _skipped(job: Job, stopped_by: TaskOutcome) -> TaskOutcome:
+    """A task `--fail-fast` kept from starting: listed, so that no report loses it."""
+    status = stopped_by.status.replace("_", " ")
+    return TaskOutcome(
+        sample=job.task.sample,
+        of=job.task.of,
+        name=job.task.name,
+        task_file=job.task.file,
+        status="skipped",
+        reason=f"not started: --fail-fast stopped the run after {stopped_by.label} {status}",
+        kind="fail_fast",
         model=f"{job.llm.provider}:{job.llm.model}",
     )
 

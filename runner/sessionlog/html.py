@@ -112,8 +112,14 @@ def _anchor(record: SessionRecord) -> str:
 
 
 def _task_name(record: SessionRecord) -> str:
+    """The task's name; for a sub-agent's session (whose header holds its parent's task), the
+    agent's name and the task it works for."""
     task = record.header.get("task")
-    return str(task.get("name", "?")) if isinstance(task, dict) else "?"
+    name = str(task.get("name", "?")) if isinstance(task, dict) else "?"
+    call = record.header.get("parent_call")
+    if record.header.get("parent_session_id") and isinstance(call, dict) and call.get("agent"):
+        return f"{call['agent']} (sub-agent of {name})"
+    return name
 
 
 def _overview(records: list[SessionRecord]) -> str:

@@ -6,7 +6,7 @@ Every problem is reported as `file:line:column: field: message (hint)`, all at o
 from __future__ import annotations
 
 import glob
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ from runner.mcp import WORKSPACE, ExtensionConfig, overlay, workspace_extension
 from runner.task.agents import config_agent_layer
 from runner.task.interpolate import MissingVariable, fill_params, interpolate_env, placeholders
 from runner.task.model import SuiteSpec, TaskSpec
-from runner.task.problems import REFERENCE_HINT, explain_errors
+from runner.task.problems import REFERENCE_HINT, explain_errors, without_bad_keys
 from runner.task.sandbox import network_problems, writable_problems
 from runner.task.secrets import declared_secrets, extension_secrets
 from runner.task.toolcheck import static_unmatched
@@ -56,6 +56,8 @@ class Task:
     isolated: Mapping[str, str] = field(default_factory=dict)
     """Set while the task runs in a git worktree (runner.run.session.isolation): the original
     `workdir`, `head`, `patch` (relative to --out) and `worktree`; empty otherwise."""
+    where: Callable[[Path_], tuple[int, int]] | None = field(default=None, compare=False)
+    """Line and column of a key path of the task (or of the suite default that set it)."""
     sample: int = 0
     """With `repeat: K` (DESIGN 22): which of the task's K samples this is, from 1; 0 otherwise."""
     of: int = 0
@@ -112,8 +114,10 @@ def load_tasks(
     config_extensions: Mapping[str, Mapping[str, Any]] | None = None,
     env: Mapping[str, str] | None = None,
     config_agents: Mapping[str, Any] | None = None,
+    problems: list[Problem] | None = None,
 ) -> list[Task]:
-    """Load and resolve every task of `files`; raise TaskFileError listing every problem found."""
+    """Load and resolve every task of `files`; raise TaskFileError listing every problem found,
+    or with `problems` (`validate`), add them there and return even tasks with problems."""
     loader = _Loader(dict(params or {}), dict(config_extensions or {}), dict(env or {}))
     loader.config_agents = config_agent_layer(config_agents or {}, loader.problems)
     tasks: list[Task] = []
@@ -121,7 +125,9 @@ def load_tasks(
         tasks.extend(loader.load_file(path))
     loader.check_unique_names(tasks)
     loader.check_params_declared()
-    if loader.problems:
+    if problems is not None:
+        problems.extend(loader.problems)
+    elif loader.problems:
         raise TaskFileError(loader.problems)
     return tasks
 
@@ -207,7 +213,10 @@ class _Loader:
             spec = TaskSpec.model_validate(merged)
         except ValidationError as exc:
             self._report(path, located, exc, at, TaskSpec, raw)
-            return []
+            lenient = without_bad_keys(merged, exc, TaskSpec)
+            if lenient is None:
+                return []
+            spec = lenient
         self.declared.update(spec.params)
         values = {k: str(v) for k, v in spec.params.items()}
         values.update({k: v for k, v in self.params.items() if k in spec.params})
@@ -275,6 +284,7 @@ class _Loader:
                 params=values,
                 secrets=tuple(dict.fromkeys(secrets.values())),
                 named_secrets=secrets,
+                where=lambda key: located.where(_own(at, raw, key)),
             )
         ]
 

@@ -95,15 +95,25 @@ def _error(node: yaml.Node, message: str, hint: str) -> YamlError:
     return YamlError(message, node.start_mark.line + 1, node.start_mark.column + 1, hint)
 
 
+def _syntax_error(exc: yaml.MarkedYAMLError) -> YamlError:
+    """PyYAML's own words, at the start of what is broken: for an unterminated quote that is
+    where the quote opens (its context), not the end of the file where PyYAML gave up."""
+    problem = exc.problem or "syntax error"
+    mark, context = exc.problem_mark, exc.context_mark
+    if context is not None and exc.context and (mark is None or mark.line != context.line):
+        found = f" (at line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = f"{exc.context}: {problem}{found}"
+        mark = context
+    line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    return YamlError(f"not valid YAML: {problem}", line, column, "fix the syntax here")
+
+
 def load_located(text: str) -> Located | None:
     """Parse one YAML document; None for an empty document. Raises YamlError."""
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        problem = exc.problem or exc.context or "syntax error"
-        raise YamlError(f"not valid YAML: {problem}", line, column, "fix the syntax here") from None
+        raise _syntax_error(exc) from None
     except yaml.YAMLError as exc:
         raise YamlError(f"not valid YAML: {exc}", 1, 1, "fix the syntax") from None
     except RecursionError:

@@ -22,10 +22,11 @@ def problems(path: Path, **kwargs) -> list[str]:
     return [str(p) for p in caught.value.problems]
 
 
-def test_malformed_yaml_points_at_the_line(tmp_path):
+def test_malformed_yaml_points_at_where_the_unclosed_bracket_opens(tmp_path):
     path = write(tmp_path, "prompt: hi\nlimits: {max_turns: 3\n")
     [message] = problems(path)
-    assert message.startswith(f"{path}:3:")
+    assert message.startswith(f"{path}:2:9:")
+    assert "while parsing a flow mapping" in message and "(at line 3, column 1)" in message
     assert "not valid YAML" in message and "(fix the syntax here)" in message
 
 

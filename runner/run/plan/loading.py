@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from runner.errors import ConfigError, TaskFileError
+from runner.errors import ConfigError, Problem, TaskFileError
 from runner.run.guard import (
     check_network,
     feature_problems,
@@ -20,7 +20,13 @@ from runner.run.guard import (
 from runner.settings import Settings, environ
 from runner.task import Task, discover_task_files, load_tasks
 
-__all__ = ["check_config_extensions", "check_sections", "load_selected_tasks"]
+__all__ = [
+    "check_config_extensions",
+    "check_sections",
+    "load_for_validate",
+    "load_selected_tasks",
+    "section_problems",
+]
 
 
 def load_selected_tasks(
@@ -38,6 +44,29 @@ def load_selected_tasks(
         config_agents=settings.agents,
     )
     return with_config_findings(with_config_hooks(tasks, settings.hooks), settings.findings)
+
+
+def load_for_validate(
+    paths: Sequence[str], params: Mapping[str, str], settings: Settings
+) -> tuple[list[Task], list[str]]:
+    """As `load_selected_tasks`, but every problem is returned, with the tasks that could be
+    built anyway (for `validate`, which checks those further); such a task must never run."""
+    problems: list[str] = []
+    try:
+        check_config_extensions(settings)
+    except ConfigError as exc:
+        problems.extend(str(exc).splitlines())
+    found: list[Problem] = []
+    tasks = load_tasks(
+        discover_task_files(paths),
+        params=params,
+        config_extensions=settings.extensions,
+        env=environ(),
+        config_agents=settings.agents,
+        problems=found,
+    )
+    problems.extend(str(problem) for problem in found)
+    return with_config_hooks(tasks, settings.hooks), problems
 
 
 def check_config_extensions(settings: Settings) -> None:
@@ -72,6 +101,18 @@ def check_config_extensions(settings: Settings) -> None:
                 lines.append(f"{where}: extensions.{name}.{key}: {error['msg']}")
     if lines:
         raise ConfigError("\n".join(lines))
+
+
+def section_problems(task: Task, settings: Settings) -> list[str]:
+    """Every problem `check_sections` would raise for, as lines."""
+    try:
+        check_sections(task, settings)
+    except TaskFileError as exc:
+        return [str(problem) for problem in exc.problems]
+    except ConfigError as exc:
+        # The sections did not build; the skills and permission rules may have problems too.
+        return [str(exc), *(str(problem) for problem in feature_problems(task))]
+    return []
 
 
 def check_sections(task: Task, settings: Settings) -> None:

@@ -42,7 +42,7 @@ from runner.run.guard import (
 from runner.run.session.checks import structured_result
 from runner.run.session.child import run_child
 from runner.run.session.header import error_kind, session_header, tool_drift
-from runner.run.session.judge import judge_completion
+from runner.run.session.judge import agent_failure_reason, judge_completion
 from runner.run.session.requirements import GitState, git_state
 from runner.run.session.tools import check_tool_patterns, task_system_prompt
 from runner.run.telemetry import Progress, traced_llm, traced_tools
@@ -403,7 +403,13 @@ async def _converse(
                     native=native,
                 )
                 if state.completion.status == "failure":
-                    return "failed", "agent", "the agent reported failure"
+                    return (
+                        "failed",
+                        "agent",
+                        agent_failure_reason(
+                            state.completion.result, ctx.redactor.with_secrets(task.secrets).text
+                        ),
+                    )
                 attempt = success.retries - attempts_left + 1
                 verdict = await judge_completion(
                     task,

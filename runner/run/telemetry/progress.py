@@ -173,6 +173,7 @@ class ProgressEvents:
         if len(why) > _REASON_LIMIT:
             why = why[: _REASON_LIMIT - 1] + "…"
         code = f" (HTTP {status})" if status is not None else ""
+        why = why.removeprefix(f"HTTP {status}: ")  # the reason may start with the code too
         self._progress.line(
             "RETRY",
             self._tracked.name,
