@@ -22,7 +22,14 @@ from runner.report.junit_repeats import recombine_junit
 from runner.report.repeats import verdict_properties, verdicts
 from runner.report.summary import display_path, format_cost, one_line
 
-__all__ = ["junit_text", "merge_junit", "run_properties", "task_facts", "write_junit"]
+__all__ = [
+    "junit_run_id",
+    "junit_text",
+    "merge_junit",
+    "run_properties",
+    "task_facts",
+    "write_junit",
+]
 
 _SUITE_TIME = re.compile(r'(<testsuites?\b[^>]*?\btime=")([0-9.eE+-]+)(")')
 """The time of the root and of each suite (text inside elements has its `<` escaped)."""
@@ -223,6 +230,11 @@ def _run_id(suites: list[ET.Element]) -> str:
             if prop.get("name") == "run_id":
                 return prop.get("value") or ""
     return ""
+
+
+def junit_run_id(path: Path) -> str:
+    """The run id a JUnit file's testsuites name ("" when none does)."""
+    return _run_id(_load_suites(path))
 
 
 def _drop_cases(path: Path, suite: ET.Element, names: frozenset[str]) -> bool:

@@ -29,9 +29,13 @@ def merge_reports(
     """Merge the JUnit files into `output` and the summaries (if any) into `summary_output`
     (default: summary.json beside `output`); print each warning about duplicates to stderr.
     Raises ConfigError naming a missing or malformed input."""
-    from runner.report.junit import merge_junit  # junit_xml and ElementTree: only here
+    from runner.report.junit import junit_run_id, merge_junit  # junit_xml: only here
 
     warnings = merge_junit(junit, output, dedupe)
+    if dedupe == "latest":
+        # The findings keep the last input's run of a task: order the inputs oldest run first
+        # (run ids begin with the UTC start time), so the last is the newest, as above.
+        junit = sorted(junit, key=junit_run_id)
     merge_findings(junit, output)  # DESIGN 21: the SARIF and review bodies beside
     if summaries:
         target = summary_output or output.with_name("summary.json")

@@ -13,6 +13,7 @@ import pytest
 
 from runner.errors import ExitCode
 from runner.report.junit import merge_junit, write_junit
+from runner.report.merge import merge_reports
 from runner.report.summary import merge_summaries, write_summary_json
 from tests.report.samples import REDACTOR, needs_shared, outcome, summary_of, validate_with_lxml
 
@@ -117,3 +118,16 @@ def test_report_merge_dedupe_latest_on_the_command_line(run_cli, attempts: list[
     assert "kept the newest copy" in result.stderr
     merged = json.loads(Path(attempts[0].parents[1], "merged", "summary.json").read_text("utf-8"))
     assert [merged["passed"], merged["failed"]] == [2, 1]
+
+
+def test_dedupe_latest_keeps_the_newest_runs_findings(attempts: list[Path], tmp_path: Path) -> None:
+    def sarif(path: Path, message: str) -> None:
+        run = {"automationDetails": {"id": "flaky"}, "results": [{"message": {"text": message}}]}
+        (path.parent / "findings.sarif").write_text(json.dumps({"runs": [run]}), encoding="utf-8")
+
+    second, first, _ = attempts
+    sarif(first, "from the first attempt")
+    sarif(second, "from the second attempt")
+    merge_reports(attempts, tmp_path / "m" / "junit.xml", dedupe="latest")
+    (run,) = json.loads((tmp_path / "m" / "findings.sarif").read_text(encoding="utf-8"))["runs"]
+    assert run["results"][0]["message"]["text"] == "from the second attempt"
