@@ -42,7 +42,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit code."""
     signal.signal(signal.SIGTERM, _on_sigterm)
     parser = build_parser()
-    args = parser.parse_args(argv)  # a usage error exits 2 here, with a "did you mean"
+    try:
+        args = parser.parse_args(argv)  # a usage error exits 2 here, with a "did you mean"
+    except SystemExit as refused:
+        if refused.code == ExitCode.USAGE:
+            _report_refused_line()
+        raise
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()
@@ -127,6 +132,15 @@ class _ReaderMayLeave(io.TextIOBase):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, self._stream.fileno())
         os.close(devnull)
+
+
+def _report_refused_line() -> None:
+    """A refused command line is a configuration error on GitHub too: annotation, step outputs
+    and summary (on stderr: stdout may be a JSON document or the event stream)."""
+    from runner.run import annotate_config_error
+
+    message = SuggestingParser.refused or "the command line was refused (see the usage above)"
+    annotate_config_error(f"usage error: {message}", json_output=True, outputs=True)
 
 
 def _first_runner_error(group: BaseExceptionGroup[BaseException]) -> RunnerError | None:
@@ -218,8 +232,8 @@ def _add_report(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "merge",
         help="merge shard JUnit files (and their summary.json, findings.sarif, review.json)",
         description="Merge JUnit XML files from shards into one, and the findings.sarif and "
-        "review.json beside them. With --summary, also merge the shards' summary.json files "
-        "(written to summary.json beside OUT unless --summary-output says otherwise).",
+        "review.json beside them. With --summary, also merge the shards' summary.json files. A "
+        "task found in several inputs (a re-run shard) is a warning.",
     )
     merge.add_argument("inputs", nargs="+", type=Path, metavar="JUNIT")
     merge.add_argument(
@@ -237,6 +251,12 @@ def _add_report(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         type=Path,
         metavar="OUT",
         help="merged summary path (default: summary.json beside OUT)",
+    )
+    merge.add_argument(
+        "--dedupe",
+        choices=["none", "latest"],
+        default="none",
+        help="a task in several inputs: count every copy (none) or only the newest (latest)",
     )
     merge.set_defaults(handler=_report_merge)
 
@@ -301,12 +321,6 @@ def _log_export(args: argparse.Namespace) -> int:
 
 
 def _report_merge(args: argparse.Namespace) -> int:
-    from runner.report import merge_findings, merge_summaries
-    from runner.report.junit import merge_junit
+    from runner.report import merge_reports
 
-    merge_junit(args.inputs, args.output)
-    merge_findings(args.inputs, args.output)  # DESIGN 21: the SARIF and review bodies beside
-    if args.summary:
-        summary_out = args.summary_output or args.output.with_name("summary.json")
-        merge_summaries(args.summary, summary_out, junit=args.output)
-    return ExitCode.OK
+    return merge_reports(args.inputs, args.output, args.summary, args.summary_output, args.dedupe)

@@ -32,6 +32,9 @@ class SuggestingParser(argparse.ArgumentParser):
     """An ArgumentParser that adds "did you mean" to its errors (subparsers are made of it too)."""
 
     _argv: list[str] | None = None
+    refused: str | None = None
+    """The last usage error of any parser of the line (a subcommand's parser reports it), for
+    `cli.main` to pass on to the GitHub step outputs."""
 
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: Any = None
@@ -42,7 +45,9 @@ class SuggestingParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         hint = self._hint(message)
-        super().error(f"{message} (did you mean {hint!r}?)" if hint else message)
+        text = f"{message} (did you mean {hint!r}?)" if hint else message
+        SuggestingParser.refused = text
+        super().error(text)
 
     def _hint(self, message: str) -> str | None:
         match = _CHOICE.search(message)

@@ -31,7 +31,9 @@ from runner.report.github import (
     group_start,
     write_outputs,
     write_step_summary,
+    write_usage_error,
 )
+from runner.report.merge import merge_reports
 from runner.report.repeats import (
     MAX_REPEAT,
     Verdict,
@@ -76,6 +78,7 @@ __all__ = [
     "group_end",
     "group_start",
     "merge_findings",
+    "merge_reports",
     "merge_summaries",
     "pass_at_k",
     "pass_hat_k",
@@ -93,4 +96,5 @@ __all__ = [
     "write_sarif",
     "write_step_summary",
     "write_summary_json",
+    "write_usage_error",
 ]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from secrets import token_hex
 
+from runner.errors import ExitCode
 from runner.outcome import RunSummary, Status, TaskOutcome
 from runner.redact import SUBSTRING_LENGTH, Redactor
 from runner.report.repeats import verdicts
@@ -40,6 +41,7 @@ __all__ = [
     "step_summary_markdown",
     "write_outputs",
     "write_step_summary",
+    "write_usage_error",
 ]
 
 STEP_SUMMARY_LIMIT = 1024 * 1024
@@ -345,15 +347,51 @@ def _result_output(summary: RunSummary, redactor: Redactor) -> str:
 
 
 def write_outputs(summary: RunSummary, path: Path, redactor: Redactor | None = None) -> None:
-    """Append the step outputs to `$GITHUB_OUTPUT`: passed, failed, cost, junit, out, and
-    `result`: a single task's structured result as compact JSON, or ""."""
+    """Append the step outputs to `$GITHUB_OUTPUT`: passed, failed, cost, junit, out,
+    `exit-code`, and `result`: a single task's structured result as compact JSON, or ""."""
     values = {
         "passed": str(summary.passed),
         "failed": str(summary.failed),
         "cost": f"{summary.totals.cost_usd:.4f}",
         "junit": display_path(summary.junit_path) if summary.junit_path else "",
         "out": display_path(summary.out_dir),
+        "exit-code": str(int(summary.exit_code)),
         "result": _result_output(summary, redactor or Redactor()),
     }
     with path.open("a", encoding="utf-8") as handle:
         handle.write("".join(_output_line(name, value) for name, value in values.items()))
+
+
+_USAGE_ERROR_LIMIT = 4000
+"""Characters of a configuration error's message kept in the step summary and outputs."""
+
+
+def write_usage_error(github: GitHubActions, message: str) -> None:
+    """For a usage or configuration error (exit code 2, nothing ran): the step outputs a run
+    writes (no tasks, `exit-code` 2, `result` a JSON object `{"error": message}`) and a short
+    step summary, so a workflow sees why as it sees a run's results. `message` is the runner's
+    own, which never echoes a secret value."""
+    text = message.strip()[:_USAGE_ERROR_LIMIT]
+    code = ExitCode.USAGE
+    if github.output is not None:
+        values = {
+            "passed": "0",
+            "failed": "0",
+            "cost": format_cost(0.0).removeprefix("$"),
+            "exit-code": str(int(code)),
+            "result": json.dumps({"error": text}, ensure_ascii=False, separators=(",", ":")),
+        }
+        with github.output.open("a", encoding="utf-8") as handle:
+            handle.write("".join(_output_line(name, value) for name, value in values.items()))
+    if github.step_summary is not None:
+        runs = [len(run) for run in re.findall(r"`+", text)]
+        fence = "`" * max(3, max(runs, default=0) + 1)
+        summary = (
+            f"### agent-runner: configuration error\n\n"
+            f"Exit code {int(code)} ({EXIT_CODE_MEANINGS[code]}).\n\n"
+            f"{fence}text\n{text}\n{fence}\n\n"
+        )
+        existing = github.step_summary.stat().st_size if github.step_summary.exists() else 0
+        if existing + len(summary.encode()) <= STEP_SUMMARY_LIMIT:
+            with github.step_summary.open("a", encoding="utf-8") as handle:
+                handle.write(summary)

@@ -17,14 +17,24 @@ from runner.atomic import write_text_atomic
 from runner.errors import ConfigError
 from runner.outcome import RunSummary, TaskOutcome, finding_counts
 from runner.redact import Redactor
+from runner.report.dedupe import Dedupe, Source, distinct_paths, select
 from runner.report.junit_repeats import recombine_junit
 from runner.report.repeats import verdict_properties, verdicts
 from runner.report.summary import display_path, format_cost, one_line
 
-__all__ = ["junit_text", "merge_junit", "run_properties", "task_facts", "write_junit"]
+__all__ = [
+    "junit_run_id",
+    "junit_text",
+    "merge_junit",
+    "run_properties",
+    "task_facts",
+    "write_junit",
+]
 
 _SUITE_TIME = re.compile(r'(<testsuites?\b[^>]*?\btime=")([0-9.eE+-]+)(")')
 """The time of the root and of each suite (text inside elements has its `<` escaped)."""
+Loaded = tuple[Path, ET.Element]
+"""A testsuite and the file it came from."""
 _MESSAGE_LIMIT = 500
 """Characters of the reason kept in a failure's `message` attribute; the element's text has it
 whole."""
@@ -214,13 +224,64 @@ def _seconds(value: float) -> str:
     return f"{value:.3f}"
 
 
-def merge_junit(inputs: list[Path], out: Path) -> None:
+def _run_id(suites: list[ET.Element]) -> str:
+    for suite in suites:
+        for prop in suite.iter("property"):
+            if prop.get("name") == "run_id":
+                return prop.get("value") or ""
+    return ""
+
+
+def junit_run_id(path: Path) -> str:
+    """The run id a JUnit file's testsuites name ("" when none does)."""
+    return _run_id(_load_suites(path))
+
+
+def _drop_cases(path: Path, suite: ET.Element, names: frozenset[str]) -> bool:
+    """Leave the testcases named `names` out of `suite` and recount its own counts and time;
+    False when none is left."""
+    for case in [c for c in suite.findall("testcase") if c.get("name") in names]:
+        suite.remove(case)
+    cases = suite.findall("testcase")
+    suite.set("tests", str(len(cases)))
+    suite.set("failures", str(sum(1 for c in cases if c.find("failure") is not None)))
+    suite.set("errors", str(sum(1 for c in cases if c.find("error") is not None)))
+    if suite.get("skipped") is not None:
+        suite.set("skipped", str(sum(1 for c in cases if c.find("skipped") is not None)))
+    suite.set("time", _seconds(sum(_number(path, c, "time", whole=False) for c in cases)))
+    return bool(cases)
+
+
+def _selected_suites(inputs: list[Path], dedupe: Dedupe) -> tuple[list[Loaded], list[str]]:
+    """Every input's testsuites, less the copies of tasks `dedupe` leaves out, and the warnings
+    about duplicates."""
+    paths, warnings = distinct_paths(inputs, "JUnit file")
+    loaded = [(path, _load_suites(path)) for path in paths]
+    sources = [
+        Source(
+            path,
+            _run_id(suites),
+            frozenset(c.get("name") or "" for s in suites for c in s.iter("testcase")),
+        )
+        for path, suites in loaded
+    ]
+    selection = select(sources, dedupe, "JUnit file")
+    kept: list[Loaded] = []
+    for index, (path, suites) in enumerate(loaded):
+        names = selection.dropped.get(index, frozenset())
+        kept += [(path, s) for s in suites if not names or _drop_cases(path, s, names)]
+    return kept, warnings + selection.warnings
+
+
+def merge_junit(inputs: list[Path], out: Path, dedupe: Dedupe = "none") -> list[str]:
     """Join the JUnit files of shards into one `<testsuites>` whose counts and time are
     recomputed from its testcases. Each shard's testsuites are kept whole, with their own
-    properties. Raises ConfigError naming a missing or malformed input."""
+    properties, except for the copies of a task found in several files that `dedupe` leaves
+    out. Returns warnings about duplicates; raises ConfigError naming a missing or malformed
+    input."""
     if not inputs:
         raise ConfigError("report merge: no JUnit files given")
-    suites = [(path, suite) for path in inputs for suite in _load_suites(path)]
+    suites, warnings = _selected_suites(inputs, dedupe)
     root = ET.Element("testsuites")
     tests = failures = errors = disabled = 0
     time = 0.0
@@ -245,3 +306,4 @@ def merge_junit(inputs: list[Path], out: Path) -> None:
     ET.indent(root, space="\t")
     body = ET.tostring(root, encoding="unicode")
     write_text_atomic(out, f'<?xml version="1.0" encoding="utf-8"?>\n{body}\n')
+    return warnings

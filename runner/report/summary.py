@@ -15,6 +15,7 @@ from runner.atomic import write_text_atomic
 from runner.errors import ConfigError, ExitCode, worst_exit_code
 from runner.outcome import RunSummary, TaskOutcome, Totals, finding_counts
 from runner.redact import Redactor
+from runner.report.dedupe import Dedupe, Source, distinct_paths, select
 from runner.report.repeats import recombine_summary, run_exit_code, verdict_json, verdicts
 
 __all__ = [
@@ -121,6 +122,9 @@ def _task_json(outcome: TaskOutcome) -> dict[str, Any]:
         "tokens": outcome.totals.tokens,
         "cache_read_tokens": outcome.totals.cache_read_tokens,
         "cache_write_tokens": outcome.totals.cache_write_tokens,
+        "input_tokens": outcome.totals.input_tokens,
+        "output_tokens": outcome.totals.output_tokens,
+        "tool_calls": outcome.totals.tool_calls,
         "cost_usd": outcome.totals.cost_usd,
         "duration_s": outcome.totals.duration_s,
         "session_log": display_path(outcome.session_log) if outcome.session_log else None,
@@ -216,13 +220,43 @@ def _common(values: list[Any]) -> Any:
     return distinct[0] if len(distinct) == 1 else ",".join(distinct)
 
 
-def merge_summaries(inputs: list[Path], out: Path, junit: Path | None = None) -> None:
+def _names(shard: dict[str, Any]) -> list[str]:
+    return [str(task.get("name")) for task in shard["tasks"]]
+
+
+def _selected(inputs: list[Path], dedupe: Dedupe) -> tuple[list[dict[str, Any]], list[str]]:
+    """The inputs' summaries, less the copies of tasks `dedupe` leaves out (their numbers taken
+    off their summary's totals), and the warnings about duplicates."""
+    paths, warnings = distinct_paths(inputs, "summary file")
+    shards = [_load_summary(path) for path in paths]
+    sources = [
+        Source(path, str(shard.get("run_id") or ""), frozenset(_names(shard)))
+        for path, shard in zip(paths, shards, strict=True)
+    ]
+    selection = select(sources, dedupe, "summary file")
+    for index, names in selection.dropped.items():
+        shard = shards[index]
+        gone = [t for t in shard["tasks"] if str(t.get("name")) in names]
+        shard["tasks"] = [t for t in shard["tasks"] if str(t.get("name")) not in names]
+        totals = shard["totals"]
+        for name in (*_TOTALS_FIELDS, "tokens"):
+            # A task entry carries its own numbers (older runners wrote fewer of them).
+            taken = sum(t[name] for t in gone if isinstance(t.get(name), int | float))
+            totals[name] = totals.get(name, 0) - taken
+        shard["exit_code"] = _worst([_exit_code(t.get("exit_code", 0)) for t in shard["tasks"]])
+    return shards, warnings + selection.warnings
+
+
+def merge_summaries(
+    inputs: list[Path], out: Path, junit: Path | None = None, dedupe: Dedupe = "none"
+) -> list[str]:
     """Join the `summary.json` files of shards into one: tasks concatenated, totals summed,
-    the worst exit code kept; `junit` is the merged JUnit file it belongs with. Raises
-    ConfigError naming a missing or malformed input."""
+    the worst exit code kept; `junit` is the merged JUnit file it belongs with. The copies of
+    a task found in several files that `dedupe` leaves out count nowhere. Returns warnings
+    about duplicates; raises ConfigError naming a missing or malformed input."""
     if not inputs:
         raise ConfigError("report merge: no summary files given")
-    shards = [_load_summary(path) for path in inputs]
+    shards, warnings = _selected(inputs, dedupe)
     tasks = [task for shard in shards for task in shard["tasks"]]
     totals: dict[str, Any] = {}
     for name in (*_TOTALS_FIELDS, "tokens"):
@@ -249,6 +283,7 @@ def merge_summaries(inputs: list[Path], out: Path, junit: Path | None = None) ->
     }
     recombine_summary(merged, shards)  # samples of one task across shards: one verdict
     write_text_atomic(out, json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
+    return warnings
 
 
 def _exit_code(value: int) -> ExitCode:

@@ -174,21 +174,24 @@ def _task_key(record: SessionRecord) -> tuple[str, str, str]:
     return name, str(where or record.header.get("task_file") or ""), sample
 
 
-def sessions_to_resume(path: Path) -> list[Path]:
-    """The logs at `path` to resume: per task, only its latest session, and only when that one
+def sessions_to_resume(path: Path, *more: Path) -> list[Path]:
+    """The logs at `path` (and the `more` folders, taken together: the artifacts of several
+    shards or attempts) to resume: per task, only its latest session, and only when that one
     did not pass (failed, budget_exceeded, error, interrupted, or no end line). A session that
     another session there resumed is never the latest; among the rest the latest started last
     (`started_at`, then the file name). Sub-agent sessions are skipped: resuming their parent
     settles them."""
-    chosen = {r.path for r in latest_sessions(path) if status_of(r) != "passed"}
-    return [p for p in find_sessions(path) if p in chosen]
+    folders = (path, *more)
+    chosen = {r.path for r in latest_sessions(*folders) if status_of(r) != "passed"}
+    return [p for folder in folders for p in find_sessions(folder) if p in chosen]
 
 
-def latest_sessions(path: Path) -> list[SessionRecord]:
-    """Per task (per sample of a repeated task) at `path`, its latest session, whatever its
-    status, in the order `find_sessions` gives: how `sessions_to_resume` chooses, and how a
-    resume reports a repeated task over all its samples."""
-    records = [read_session(p) for p in find_sessions(path)]
+def latest_sessions(path: Path, *more: Path) -> list[SessionRecord]:
+    """Per task (per sample of a repeated task) at `path` (and the `more` folders, taken
+    together), its latest session, whatever its status, in the order `find_sessions` gives: how
+    `sessions_to_resume` chooses, and how a resume reports a repeated task over all its
+    samples."""
+    records = [read_session(p) for folder in (path, *more) for p in find_sessions(folder)]
     parents = {r.parent_id for r in records if r.parent_id}
     latest: dict[tuple[str, str, str], SessionRecord] = {}
     for record in records:

@@ -102,6 +102,7 @@ def test_outputs_give_passed_failed_cost_junit_and_out(tmp_path: Path) -> None:
         "cost": "0.0500",
         "junit": "agent-runs/junit.xml",
         "out": "agent-runs",
+        "exit-code": "130",
         "result": "",
     }
 

@@ -177,3 +177,15 @@ def test_sessions_to_resume_takes_only_each_tasks_latest_session(tmp_path: Path)
     latest = _run_of(tmp_path, "flaky", "2025-01-01T00:00:03.000Z", "budget_exceeded")
     _run_of(tmp_path, "flaky", "2025-01-01T00:00:02.000Z", "failed")
     assert [p.stem for p in sessions_to_resume(tmp_path)] == [latest]
+
+
+def test_sessions_to_resume_takes_each_tasks_latest_session_across_folders(
+    tmp_path: Path,
+) -> None:
+    first, second = tmp_path / "attempt-1", tmp_path / "attempt-2"
+    _run_of(first, "fixed", "2025-01-01T00:00:01.000Z", "failed")
+    _run_of(first, "flaky", "2025-01-01T00:00:01.000Z", "failed")
+    _run_of(second, "fixed", "2025-01-01T00:10:01.000Z", "passed")
+    latest = _run_of(second, "flaky", "2025-01-01T00:10:02.000Z", "failed")
+    assert [p.stem for p in sessions_to_resume(first, second)] == [latest]
+    assert [p.stem for p in sessions_to_resume(second, first)] == [latest]

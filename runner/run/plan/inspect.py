@@ -99,17 +99,22 @@ def report_error(error: RunnerError, *, json_output: bool, stdout_taken: bool = 
     if json_output:
         print(json.dumps({"error": str(error), "exit_code": int(error.exit_code)}), flush=True)
     if error.exit_code == ExitCode.USAGE:
-        annotate_config_error(str(error), json_output=json_output or stdout_taken)
+        taken = json_output or stdout_taken
+        annotate_config_error(str(error), json_output=taken, outputs=True)
     return error.exit_code
 
 
-def annotate_config_error(text: str, *, json_output: bool) -> None:
+def annotate_config_error(text: str, *, json_output: bool, outputs: bool = False) -> None:
     """Under GitHub Actions, `::error` annotations at the file and line of a configuration error
-    (on stderr under `--output json`, whose stdout is one JSON document)."""
-    from runner.report import GitHubActions, config_error_annotations
+    (on stderr under `--output json`, whose stdout is one JSON document); with `outputs`, also
+    the step outputs (`exit-code`, `result`) and a step summary line."""
+    from runner.report import GitHubActions, config_error_annotations, write_usage_error
 
-    if GitHubActions.from_env(environ()) is None:
+    github = GitHubActions.from_env(environ())
+    if github is None:
         return
     stream = sys.stderr if json_output else sys.stdout
     for line in config_error_annotations(text):
         print(line, file=stream, flush=True)
+    if outputs:
+        write_usage_error(github, text)

@@ -34,18 +34,23 @@ __all__ = ["default_message", "resumed_jobs"]
 def resumed_jobs(
     paths: Sequence[str], args: Any, settings: Settings, options: RunOptions
 ) -> list[Job]:
-    """The jobs of `resume`: one per log (the logs of a folder: per task, its latest session
-    when that did not pass), each to run as a new session linked to its parent; none when
-    there is nothing to resume."""
+    """The jobs of `resume`: one per log (the logs of the folders: per task, its latest session
+    in any of them when that did not pass), each to run as a new session linked to its parent;
+    none when there is nothing to resume."""
     logs: list[Path] = []
+    folders: list[Path] = []
     for text in paths:
         path = Path(text)
         if path.is_dir():
-            logs.extend(sessions_to_resume(path))
+            folders.append(path)
         elif path.is_file():
             logs.append(path)
         else:
             raise ConfigError(f"{text}: no such session log or directory")
+    if folders:
+        # Taken together: a task in two folders (two attempts of a shard) is resumed once,
+        # from its latest session, and not at all when that one passed.
+        logs.extend(sessions_to_resume(*folders))
     if not logs:
         return []
     workdir = _chosen_workdir(getattr(args, "workdir", None))
