@@ -29,9 +29,14 @@ class SandboxRecord:
     """Commands had the host's network (always, unless enforced)."""
     writable: tuple[str, ...] = ()
     """Folders writable besides the workdir and the private HOME and TMPDIR."""
+    enforced: tuple[str, ...] = ()
+    """The properties the run's probe tried and found held (DESIGN 18): `fs`, `caps`, `net`,
+    `pid`, `sockets` (`net` only when the task has no network)."""
+    missing: tuple[str, ...] = ()
+    """The properties the probe tried and found not held; `reason` says what it managed."""
 
     def line(self) -> str:
-        """`sandbox: enforced (bwrap); network: off; writable: workdir, build`."""
+        """`sandbox: enforced (bwrap); network: off; writable: workdir; confined: fs, ...`."""
         head = {
             "enforced": f"enforced ({self.backend})",
             "degraded": f"degraded ({self.reason})",
@@ -41,7 +46,12 @@ class SandboxRecord:
         if self.status != "enforced":
             return f"sandbox: {head}"
         writable = ", ".join(("workdir", *self.writable))
-        return f"sandbox: {head}; network: {'on' if self.network else 'off'}; writable: {writable}"
+        line = f"sandbox: {head}; network: {'on' if self.network else 'off'}; writable: {writable}"
+        if self.enforced:
+            line += f"; confined: {', '.join(self.enforced)}"
+        if self.missing:
+            line += f"; not confined: {', '.join(self.missing)} ({self.reason})"
+        return line
 
     def as_json(self) -> dict[str, Any]:
         """The record as plain data (session log header, summary.json)."""
@@ -51,6 +61,8 @@ class SandboxRecord:
             "reason": self.reason or None,
             "network": self.network,
             "writable": list(self.writable),
+            "enforced": list(self.enforced),
+            "missing": list(self.missing),
         }
 
 

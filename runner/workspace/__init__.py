@@ -23,6 +23,7 @@ from runner.workspace.fs import (
 from runner.workspace.paths import Confinement, WorkspaceError
 from runner.workspace.sandbox import (
     BACKEND_CHOICES,
+    PROPERTIES,
     SANDBOX_ENV,
     TRACE_ENV,
     Probe,
@@ -34,6 +35,7 @@ from runner.workspace.sandbox import (
     git_dirs,
     kill_group,
     make_undumpable,
+    masked_roots,
     open_shell,
     probe,
     read_pipe,
@@ -46,6 +48,7 @@ from runner.workspace.tools import DESCRIPTIONS, READ_ONLY, WorkspaceTools, erro
 
 __all__ = [
     "BACKEND_CHOICES",
+    "PROPERTIES",
     "SANDBOX_ENV",
     "Probe",
     "Sandbox",
@@ -54,6 +57,7 @@ __all__ = [
     "git_dirs",
     "kill_group",
     "make_undumpable",
+    "masked_roots",
     "open_shell",
     "read_pipe",
     "probe",

@@ -6,15 +6,18 @@ confined (`runner.workspace.confine`) with a private HOME and TMPDIR, removed at
 raises: what stops the task (`required` without a backend, a bad `writable` folder of the config)
 is `TaskSandbox.error`, which the session raises before the model is called, so that the failure
 is an outcome with a log. `auto` without a backend warns once per run on the console; each task's
-log and JUnit say `degraded`.
+log and JUnit say `degraded`. The record names the properties the probe found held (`enforced`)
+and not held (`missing`, DESIGN 18); `required` ends the task when one is missing, `auto` warns
+once per run and goes on with what holds.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +28,15 @@ from runner.mcp import WORKSPACE, server_env
 from runner.outcome import SandboxRecord
 from runner.settings import SandboxSettings, Settings, environ
 from runner.task import Task, writable_problems
-from runner.workspace import Sandbox, confine, git_dirs, probe, toolchain_dirs
+from runner.workspace import (
+    Sandbox,
+    confine,
+    git_dirs,
+    masked_roots,
+    probe,
+    shared_reaper,
+    toolchain_dirs,
+)
 
 __all__ = ["TaskSandbox", "command_env", "sandbox_settings", "task_sandbox"]
 
@@ -87,11 +98,31 @@ async def task_sandbox(
             say(f"warning: {reason}; commands run unconfined (sandbox mode auto)")
         yield TaskSandbox(SandboxRecord("degraded", reason=found.reason, network=True))
         return
-    scratch = Path(tempfile.mkdtemp(prefix="agent-runner-sandbox-")).resolve()
-    try:
-        (scratch / "home").mkdir()
-        (scratch / "tmp").mkdir()
+    missing = tuple((n, why) for n, why in found.missing if not (n == "net" and spec.network))
+    record = SandboxRecord(
+        "enforced",
+        found.backend,
+        reason="; ".join(f"{name}: {why}" for name, why in missing),
+        network=spec.network,
+        writable=spec.writable,
+        enforced=tuple(n for n in found.held if not (n == "net" and spec.network)),
+        missing=tuple(name for name, _ in missing),
+    )
+    if missing:
+        names = ", ".join(record.missing)
+        what = f"the {found.backend} sandbox does not confine {names} here ({record.reason})"
+        if spec.mode == "required":
+            error = SandboxUnavailable(
+                f"sandbox mode is required, but {what}; see the README's Sandbox section"
+            )
+            yield TaskSandbox(dataclasses.replace(record, status="unavailable"), error)
+            return
+        if what not in _warned:
+            _warned.append(what)
+            say(f"warning: {what}; commands run with what it does confine (sandbox mode auto)")
+    with _scratch() as scratch:
         home = Path.home().resolve()
+        path = environ().get("PATH", "")
         sandbox = Sandbox(
             found.backend,
             found.executable,
@@ -100,15 +131,30 @@ async def task_sandbox(
             network=spec.network,
             writable=writable,
             hidden=(home,) if home.is_dir() and home != Path("/") else (),
-            readable=(*git_dirs(task.workdir), *toolchain_dirs(home, environ().get("PATH", ""))),
-        )
-        record = SandboxRecord(
-            "enforced", found.backend, network=spec.network, writable=spec.writable
+            readable=(
+                *git_dirs(task.workdir),
+                *toolchain_dirs(home, path),
+                *(folder for root in masked_roots() for folder in toolchain_dirs(root, path)),
+            ),
         )
         with confine(sandbox):
             yield TaskSandbox(record)
+
+
+@contextlib.contextmanager
+def _scratch() -> Iterator[Path]:
+    """The task's private HOME and TMPDIR; the reaper removes them if the runner is killed
+    (`kill -9`) before it does."""
+    scratch = Path(tempfile.mkdtemp(prefix="agent-runner-sandbox-")).resolve()
+    reaper = shared_reaper()
+    reaper.watch_folder(scratch)
+    try:
+        (scratch / "home").mkdir()
+        (scratch / "tmp").mkdir()
+        yield scratch
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+        reaper.forget_folder(scratch)
 
 
 def _writable(
