@@ -4,7 +4,7 @@
 success check's alike, as the leader of its own process group: the one seam the task's sandbox
 confines. `backends` builds the argv that confines a command (`bwrap` for bubblewrap; `landlock`
 is the script run by path before a command under Landlock; `seccomp` the filter both load, which
-refuses unix sockets); `probe` picks the backend once per run and tries each property the record
+refuses unix sockets); `probing` picks the backend once per run and tries each property the record
 claims (`trial` is the command it runs confined).
 `reaper` is the helper process that kills the command groups still running when the runner dies
 without cleaning up.
@@ -23,7 +23,7 @@ from runner.workspace.sandbox.backends import (
     toolchain_dirs,
 )
 from runner.workspace.sandbox.bwrap import masked_roots
-from runner.workspace.sandbox.probe import PROPERTIES, Probe, probe
+from runner.workspace.sandbox.probing import PROPERTIES, Probe, probe
 from runner.workspace.sandbox.reaper import Reaper, shared_reaper
 from runner.workspace.sandbox.shell import (
     TRACE_ENV,

@@ -18,7 +18,7 @@ Backends:
   PID namespace: the runner's processes stay visible (the record says `pid` is not held), and a
   process that leaves the group outlives the command, as without a sandbox.
 
-`probe.py` finds, once per process (one run), the backend to use, and tries each property the
+`probing.py` finds, once per process (one run), the backend to use, and tries each property the
 record will claim.
 """
 

@@ -1,6 +1,6 @@
 """The probe's trial command: `python -I -S -c SOURCE RW RO SOCKET PORT PID START` in a sandbox.
 
-`probe` runs this file's source inside a candidate sandbox (as a command runs: the same argv,
+`probing` runs this file's source inside a candidate sandbox (as a command runs: the same argv,
 filter and environment) and reads back one JSON object: for each property the record may claim
 (DESIGN 18), None when it held, or what the trial managed that it should not have:
 
