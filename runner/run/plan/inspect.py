@@ -20,7 +20,7 @@ def validate(paths: Sequence[str], params: Mapping[str, str], config: Path | Non
     try:
         tasks = load_selected_tasks(paths, params, settings)
         for task in tasks:
-            check_sections(task, settings)
+            check_sections(task, settings, repository_skills=True)
     except TaskFileError as exc:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
@@ -67,7 +67,7 @@ def print_prompt(
     from runner.run.session import task_system_prompt, task_tool_lists
 
     every, allowed = task_tool_lists(task, settings)
-    skills = task_skills(task)
+    skills = task_skills(task, lambda line: print(f"warning: {line}", file=sys.stderr))
     tools = offered_tools(task, tools_with_skills(task, every, allowed, skills))
     mask = Redactor([*settings.secret_values(), *task.secrets]).text
     sys.stdout.write(task_system_prompt(task, settings, tools, environ(), skills=skills, mask=mask))

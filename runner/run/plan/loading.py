@@ -68,8 +68,9 @@ def check_config_extensions(settings: Settings) -> None:
         raise ConfigError("\n".join(lines))
 
 
-def check_sections(task: Task, settings: Settings) -> None:
-    """Raise ConfigError (naming the task) when its prompt sections cannot be built."""
+def check_sections(task: Task, settings: Settings, *, repository_skills: bool = False) -> None:
+    """Raise ConfigError (naming the task) when its prompt sections cannot be built; with
+    `repository_skills` (`validate`), also when a skill of the workdir's own is unusable."""
     from runner.prompt import default_prompts_dir, load_sections
 
     try:
@@ -78,6 +79,6 @@ def check_sections(task: Task, settings: Settings) -> None:
         )
     except ConfigError as exc:
         raise ConfigError(f"{task.file}:{task.line}: task {task.name!r}: {exc}") from None
-    problems = feature_problems(task)  # skills and permission rules
+    problems = feature_problems(task, repository_skills=repository_skills)  # skills, rules
     if problems:
         raise TaskFileError(problems)
