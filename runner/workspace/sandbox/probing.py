@@ -79,6 +79,8 @@ def probe(choice: str = "auto") -> Probe:
 def _probe(choice: str) -> Probe:
     if choice == "none":
         return Probe(None, reason="no backend: --sandbox-backend none")
+    if not sys.platform.startswith("linux"):
+        return Probe(None, reason=f"bubblewrap and Landlock are Linux's, not {sys.platform}'s")
     failures: list[str] = []
     candidates: list[tuple[Backend, str]] = []
     if choice in ("auto", "bwrap"):
@@ -117,7 +119,8 @@ def _bwrap_binaries() -> list[str]:
 def _trial(template: Sandbox) -> tuple[tuple[str, str], ...] | str:
     """The properties `template`'s backend does not hold (with what the trial managed); or, as
     a string, why it does not confine at all."""
-    with tempfile.TemporaryDirectory(prefix="agent-runner-probe-") as folder:
+    # In /tmp where there is one: a unix socket's path must be short (108 bytes), TMPDIR may not.
+    with tempfile.TemporaryDirectory(prefix="ar-probe-", dir=_short_tmp()) as folder:
         base = Path(folder).resolve()
         for name in ("rw", "ro", "sock", "scratch/tmp"):
             (base / name).mkdir(parents=True)
@@ -138,6 +141,8 @@ def _trial(template: Sandbox) -> tuple[tuple[str, str], ...] | str:
             return outcome
         if (base / "ro" / "denied").exists():
             return "the trial command wrote outside its writable folders"
+    if unix_path == "/":
+        outcome["sockets"] = "could not be tried (no unix socket to try it on)"
     return tuple((name, str(outcome[name])) for name in PROPERTIES if outcome.get(name))
 
 
@@ -168,6 +173,10 @@ def _run(sandbox: Sandbox, command: list[str], cwd: Path) -> dict[str, object] |
     return found
 
 
+def _short_tmp() -> str | None:
+    return "/tmp" if Path("/tmp").is_dir() and os.access("/tmp", os.W_OK) else None
+
+
 @contextlib.contextmanager
 def _listeners(unix_path: Path) -> Iterator[tuple[str, int]]:
     """A unix socket at `unix_path` and a TCP socket on 127.0.0.1, both listening (the trial
@@ -176,8 +185,11 @@ def _listeners(unix_path: Path) -> Iterator[tuple[str, int]]:
         socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as unix,
         socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp,
     ):
-        unix.bind(str(unix_path))
-        unix.listen(4)
+        try:
+            unix.bind(str(unix_path))
+            unix.listen(4)
+        except OSError:  # a path too long: the trial's connect fails, `sockets` is not tried
+            unix_path = Path("/")
         tcp.bind(("127.0.0.1", 0))
         tcp.listen(4)
         yield str(unix_path), int(tcp.getsockname()[1])
