@@ -58,12 +58,6 @@ class Probe:
         gone = {name for name, _ in self.missing}
         return tuple(name for name in self.tried if name not in gone)
 
-    def sandbox(self, workdir: Path, scratch: Path) -> Sandbox | None:
-        """A sandbox of the probed backend for `workdir` (None when there is none)."""
-        if self.backend is None:
-            return None
-        return Sandbox(self.backend, self.executable, workdir, scratch)
-
 
 _PROBE_LOCK = threading.Lock()
 
