@@ -33,7 +33,8 @@ class SandboxRecord:
     """The properties the run's probe tried and found held (DESIGN 18): `fs`, `caps`, `net`,
     `pid`, `sockets` (`net` only when the task has no network)."""
     missing: tuple[str, ...] = ()
-    """The properties the probe tried and found not held; `reason` says what it managed."""
+    """The properties the probe tried and found not held (`reason` says what it managed); all
+    of them when `degraded`."""
 
     def line(self) -> str:
         """`sandbox: enforced (bwrap); network: off; writable: workdir; confined: fs, ...`."""

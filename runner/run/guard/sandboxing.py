@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
@@ -29,6 +30,7 @@ from runner.outcome import SandboxRecord
 from runner.settings import SandboxSettings, Settings, environ
 from runner.task import Task, writable_problems
 from runner.workspace import (
+    PROPERTIES,
     Sandbox,
     confine,
     git_dirs,
@@ -96,7 +98,11 @@ async def task_sandbox(
         if reason not in _warned:
             _warned.append(reason)
             say(f"warning: {reason}; commands run unconfined (sandbox mode auto)")
-        yield TaskSandbox(SandboxRecord("degraded", reason=found.reason, network=True))
+        # Nothing holds: every property the task asked for is missing (`net` only without network).
+        missing = tuple(n for n in PROPERTIES if n != "net" or not spec.network)
+        yield TaskSandbox(
+            SandboxRecord("degraded", reason=found.reason, network=True, missing=missing)
+        )
         return
     missing = tuple((n, why) for n, why in found.missing if not (n == "net" and spec.network))
     record = SandboxRecord(
@@ -132,6 +138,7 @@ async def task_sandbox(
             writable=writable,
             hidden=(home,) if home.is_dir() and home != Path("/") else (),
             readable=(
+                *(_project(task) if found.backend == "bwrap" else ()),
                 *git_dirs(task.workdir),
                 *toolchain_dirs(home, path),
                 *(folder for root in masked_roots() for folder in toolchain_dirs(root, path)),
@@ -155,6 +162,25 @@ def _scratch() -> Iterator[Path]:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
         reaper.forget_folder(scratch)
+
+
+def _project(task: Task) -> tuple[Path, ...]:
+    """What commands read of the task's project beside the workdir (a hook `../hooks/guard.sh`,
+    a check's script next to the task file), where it lies under a folder bubblewrap masks
+    (`/tmp`): the folder that holds both the task file and the workdir, else each of them.
+    (Landlock masks nothing, and its read rules would reopen a hidden HOME inside.)"""
+    folders = (task.file.parent.resolve(), task.workdir)
+    common = Path(os.path.commonpath([str(folder) for folder in folders]))
+    masked = masked_roots()
+    if common in masked or not any(common.is_relative_to(root) for root in masked):
+        candidates: tuple[Path, ...] = folders
+    else:
+        candidates = (common,)
+    return tuple(
+        folder
+        for folder in candidates
+        if folder not in masked and any(folder.is_relative_to(root) for root in masked)
+    )
 
 
 def _writable(

@@ -12,9 +12,11 @@
   masked: `/tmp` is the task's private TMPDIR (so what a command or hook writes there stays
   the task's, and persists between its commands), `/var/tmp` and `/run` (`/var/run`) are empty
   tmpfs; the runner's HOME an empty tmpfs; then the folders that lie under a masked one bound
-  back where they are: git folders and toolchains read-only, the workdir, the private folders
-  and the `writable` ones read-write. The masks hide the usual sockets; the seccomp filter
-  (`seccomp`, `--seccomp FD`) refuses unix sockets wherever they are, beside the workdir too.
+  back where they are: the task's project (its task file's and workdir's folders), git folders
+  and toolchains read-only, the workdir, the private folders and the `writable` ones
+  read-write. The masks hide the usual sockets and other tasks' temporary files; the seccomp
+  filter (`seccomp`, `--seccomp FD`) refuses unix sockets wherever they are, beside the workdir
+  too.
 """
 
 from __future__ import annotations
@@ -80,11 +82,18 @@ def _mounts(
     masked = masked_roots()
     for root in masked:
         argv += ["--bind", str(tmp), str(root)] if root == Path("/tmp") else ["--tmpfs", str(root)]
-    for path in hidden:
-        if not _under(path, masked):  # a masked folder hides it already
-            argv += ["--tmpfs", str(path)]
-    for path in [*readable, *_resolver(network, masked)]:
+    # Order matters: a folder bound back under a masked one may hold the hidden HOME (so HOME's
+    # tmpfs comes after it), and HOME may hold toolchains (bound back after the tmpfs).
+    readable = [*readable, *_resolver(network, masked)]
+    outer = [path for path in readable if not _under(path, hidden)]
+    for path in outer:
         argv += ["--ro-bind", str(path), str(path)]
+    for path in hidden:
+        if not _under(path, masked) or _under(path, outer):  # else a mask hides it already
+            argv += ["--tmpfs", str(path)]
+    for path in readable:
+        if path not in outer:
+            argv += ["--ro-bind", str(path), str(path)]
     for path in read_write:
         argv += ["--bind", str(path), str(path)]
     return argv
