@@ -173,6 +173,7 @@ def test_required_without_a_backend_exits_4_before_the_model(tmp_path: Path) -> 
     )
     assert any("degraded" in w["message"] for w in auto.events("warning"))
     assert "sandbox: degraded (" in (auto.testcase().findtext("system-out") or "")
+    assert auto.task()["sandbox"]["missing"] == ["fs", "caps", "net", "pid", "sockets"]
     for run in (required, auto):
         assert log_schema_errors(run.log().path) == []
         if XSD_VALIDATOR.is_file():  # the shared JUnit schemas, where they are checked out

@@ -99,9 +99,9 @@ async def task_sandbox(
             _warned.append(reason)
             say(f"warning: {reason}; commands run unconfined (sandbox mode auto)")
         # Nothing holds: every property the task asked for is missing (`net` only without network).
-        missing = tuple(n for n in PROPERTIES if n != "net" or not spec.network)
+        absent = tuple(n for n in PROPERTIES if n != "net" or not spec.network)
         yield TaskSandbox(
-            SandboxRecord("degraded", reason=found.reason, network=True, missing=missing)
+            SandboxRecord("degraded", reason=found.reason, network=True, missing=absent)
         )
         return
     missing = tuple((n, why) for n, why in found.missing if not (n == "net" and spec.network))
