@@ -142,7 +142,12 @@ def _add_source(
 def _skills_in(source: Path, problems: list[Problem]) -> list[Skill]:
     root = source.resolve()
     found = []
-    for entry in sorted(source.iterdir()):
+    try:
+        entries = sorted(source.iterdir())
+    except OSError as exc:  # unreadable: the source loses its skills, nothing more
+        problems.append(Problem(str(source), 0, 0, "", f"cannot list the folder ({exc.strerror})"))
+        return []
+    for entry in entries:
         file = entry / SKILL_FILE
         if not entry.is_dir() or not file.exists():
             continue
