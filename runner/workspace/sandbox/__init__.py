@@ -5,7 +5,7 @@ success check's alike, as the leader of its own process group: the one seam the 
 confines. `backends` builds the argv that confines a command (`bwrap` for bubblewrap; `landlock`
 is the script run by path before a command under Landlock; `seccomp` the filter both load, which
 refuses unix sockets); `probing` picks the backend once per run and tries each property the record
-claims (`trial` is the command it runs confined).
+claims.
 `reaper` is the helper process that kills the command groups still running when the runner dies
 without cleaning up.
 """

@@ -1,7 +1,7 @@
 """The once-per-run probe: which backend confines, and which properties really hold (DESIGN 18).
 
-For each candidate backend (bubblewrap, then Landlock) it runs the trial command (`trial.py`'s
-source under `python -I -S -c`) in a throwaway sandbox built the way a task's is: the same argv,
+For each candidate backend (bubblewrap, then Landlock) it runs the trial command (`_TRIAL`
+under `python -I -S -c`) in a throwaway sandbox built the way a task's is: the same argv,
 the same seccomp filter. The runner listens on a loopback TCP port and on a unix socket beside
 the trial's workdir (bound back into the sandbox, so that only the filter stands between them);
 the trial reports what it managed. A backend whose trial did not run, or wrote beside its
@@ -36,7 +36,58 @@ PROPERTIES = ("fs", "caps", "net", "pid", "sockets")
 """What the record may claim, in its order (DESIGN 18)."""
 
 _PROBE_TIMEOUT_S = 30.0
-_TRIAL_SOURCE = Path(__file__).with_name("trial.py").read_text(encoding="utf-8")
+
+# The trial command: `python -I -S -c _TRIAL RW RO SOCKET PORT PID START`, run confined as a
+# command is (standard library only: the filesystem is read-only). It prints one JSON object: for
+# each property, null when it held, else what the trial managed that it should not have:
+# `fs`: no remount of / read-write (as root with capabilities, it would make the whole tree
+# writable), and a write in RW (the workdir) but not in RO beside it; `caps`: the effective,
+# permitted and ambient sets are empty; `net`: no TCP connect to the runner's listener on
+# 127.0.0.1:PORT; `pid`: the runner's process (PID, started at START clock ticks) is not in
+# /proc; `sockets`: the runner's unix socket SOCKET, outside the workdir, cannot be connected.
+_TRIAL = """\
+import ctypes, json, socket, sys
+from pathlib import Path
+def fs(rw, ro):
+    libc = ctypes.CDLL(None, use_errno=True)
+    for flags in (32 | 4096, 32):  # MS_REMOUNT | MS_BIND, MS_REMOUNT
+        if libc.mount(b"none", b"/", None, flags, None) == 0:
+            return "a remount of / read-write succeeded"
+    (rw / "allowed").write_text("ok")
+    try:
+        (ro / "denied").write_text("no")
+    except OSError:
+        return None
+    return "a write outside the workdir succeeded"
+def caps():
+    lines = Path("/proc/self/status").read_text().splitlines()
+    held = [l.split(":")[0] for l in lines if l.startswith(("CapEff:", "CapPrm:", "CapAmb:"))
+            and int(l.split()[1], 16)]
+    return f"capabilities held ({', '.join(held)})" if held else None
+def net(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=3).close()
+    except OSError:
+        return None
+    return "a TCP connect to a loopback listener succeeded"
+def pid(number, start):
+    try:
+        fields = Path(f"/proc/{number}/stat").read_text().rsplit(")", 1)[-1].split()
+    except OSError:
+        return None
+    return "the runner's process is visible" if fields[19:20] == [start] else None
+def sockets(path):
+    try:
+        with socket.socket(socket.AF_UNIX) as client:
+            client.settimeout(3)
+            client.connect(path)
+    except OSError:
+        return None
+    return "a unix socket outside the workdir was connected"
+rw, ro, path, port, number, start = sys.argv[1:]
+print(json.dumps({"fs": fs(Path(rw), Path(ro)), "caps": caps(), "net": net(int(port)),
+                  "pid": pid(int(number), start), "sockets": sockets(path)}))
+"""
 
 
 @dataclass(frozen=True)
@@ -129,7 +180,7 @@ def _trial(template: Sandbox) -> tuple[tuple[str, str], ...] | str:
             stat = Path(f"/proc/{os.getpid()}/stat").read_text(encoding="utf-8")
             start = stat.rsplit(")", 1)[-1].split()[19]
             args = [str(base / "rw"), str(base / "ro"), unix_path, str(port), str(os.getpid())]
-            command = [sys.executable, "-I", "-S", "-c", _TRIAL_SOURCE, *args, start]
+            command = [sys.executable, "-I", "-S", "-c", _TRIAL, *args, start]
             outcome = _run(sandbox, command, base)
         if isinstance(outcome, str):
             return outcome
