@@ -18,6 +18,8 @@ from benchmarks import fanout, figures, wide
 from benchmarks.fake_latency import TimedServer
 from benchmarks.figures import Bench, Row
 from benchmarks.prompt_cache import prompt_cache
+from benchmarks.proxy_connect import proxy_connect
+from benchmarks.repeats import repeats
 
 SCALE = {"ms": 1000.0}
 FIGURES = (
@@ -30,6 +32,8 @@ FIGURES = (
     "fanout_429",
     "memory",
     "wide",
+    "proxy_connect",
+    "repeats",
 )
 
 
@@ -56,6 +60,8 @@ def run(bench: Bench, only: list[str], sizes: list[int] | None = None) -> list[R
         "fanout_429": lambda: fanout.fanout_429(bench),  # its own rate-limited server
         "memory": lambda: wide.memory(bench),
         "wide": lambda: wide.wide(bench),
+        "proxy_connect": lambda: proxy_connect(bench),  # DESIGN 19
+        "repeats": lambda: repeats(bench),
     }
     for name, step in steps.items():
         if name in only:

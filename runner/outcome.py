@@ -2,16 +2,61 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from runner.errors import ExitCode
 
-__all__ = ["RunSummary", "SandboxRecord", "Status", "TaskOutcome", "Totals"]
+__all__ = [
+    "Finding",
+    "RunSummary",
+    "SEVERITIES",
+    "SandboxRecord",
+    "Severity",
+    "Status",
+    "TaskOutcome",
+    "Totals",
+    "finding_counts",
+    "meets_rate",
+    "passes_rate",
+    "sample_groups",
+]
 
-Status = Literal["passed", "failed", "budget_exceeded", "error", "interrupted"]
-"""How a task ended; the same words as the session log's `end` event."""
+Status = Literal["passed", "failed", "budget_exceeded", "error", "interrupted", "skipped"]
+"""How a task ended; the same words as the session log's `end` event. `skipped`: never started
+(`--fail-fast` stopped the run first), so it has no session log."""
+
+Severity = Literal["error", "warning", "note"]
+"""How serious a finding is: SARIF's `level` words (DESIGN 21)."""
+SEVERITIES: tuple[Severity, ...] = ("error", "warning", "note")
+"""The severities, most serious first."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One accepted `report_finding` call (DESIGN 21): checked, bounded and masked already."""
+
+    path: str
+    """The file, relative to the repository root (POSIX separators); to the workdir outside git."""
+    line: int
+    """First line (1-based)."""
+    end_line: int
+    """Last line (equal to `line` for one line)."""
+    severity: Severity
+    title: str
+    """One line; the rule the finding belongs to."""
+    message: str
+    suggestion: str | None = None
+    """Replacement text for lines `line`..`end_line`, when the agent proposed one."""
+    fingerprint: str = ""
+    """Stable across runs: a hash of the rule, the path and the text of the lines."""
+
+    def as_json(self) -> dict[str, Any]:
+        """The finding as plain data (session log `finding` event, summary.json)."""
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)
@@ -35,6 +80,13 @@ class SandboxRecord:
     missing: tuple[str, ...] = ()
     """The properties the probe tried and found not held (`reason` says what it managed); all
     of them when `degraded`."""
+    allowlist: tuple[str, ...] = ()
+    """The hosts of `sandbox.network` when it is a list (DESIGN 19); () when on or off."""
+    allowlist_enforced: bool = False
+    """The allowlist proxy is the only way out; False: only programs that honour the proxy
+    variables are filtered (no backend, or Landlock without network rules)."""
+    connections: tuple[int, int] | None = None
+    """Connections the proxy allowed and refused; set when the task has ended."""
 
     def line(self) -> str:
         """`sandbox: enforced (bwrap); network: off; writable: workdir; confined: fs, ...`."""
@@ -45,14 +97,31 @@ class SandboxRecord:
             "off": "off",
         }[self.status]
         if self.status != "enforced":
-            return f"sandbox: {head}"
+            return f"sandbox: {head}{self._allowlist_line()}"
         writable = ", ".join(("workdir", *self.writable))
-        line = f"sandbox: {head}; network: {'on' if self.network else 'off'}; writable: {writable}"
+        network = "on" if self.network else "off"
+        if self.allowlist:
+            line = f"sandbox: {head}{self._allowlist_line()}; writable: {writable}"
+        else:
+            line = f"sandbox: {head}; network: {network}; writable: {writable}"
         if self.enforced:
             line += f"; confined: {', '.join(self.enforced)}"
         if self.missing:
             line += f"; not confined: {', '.join(self.missing)} ({self.reason})"
         return line
+
+    def _allowlist_line(self) -> str:
+        """`; network: allowlist (not enforced); connections: 3 allowed, 1 refused`."""
+        if not self.allowlist:
+            return ""
+        hosts = ", ".join(self.allowlist[:10]) + (", ..." if len(self.allowlist) > 10 else "")
+        if self.allowlist_enforced:
+            text = f"; network: allowlist ({hosts})"
+        else:
+            text = f"; network: allowlist (not enforced); hosts: {hosts}"
+        if self.connections is not None:
+            text += f"; connections: {self.connections[0]} allowed, {self.connections[1]} refused"
+        return text
 
     def as_json(self) -> dict[str, Any]:
         """The record as plain data (session log header, summary.json)."""
@@ -64,7 +133,26 @@ class SandboxRecord:
             "writable": list(self.writable),
             "enforced": list(self.enforced),
             "missing": list(self.missing),
+            **self._allowlist_json(),
         }
+
+    def _allowlist_json(self) -> dict[str, Any]:
+        if not self.allowlist:
+            return {}
+        data: dict[str, Any] = {"allowlist": list(self.allowlist)}
+        data["allowlist_enforced"] = self.allowlist_enforced
+        if self.connections is not None:
+            allowed, refused = self.connections
+            data["connections"] = {"allowed": allowed, "refused": refused}
+        return data
+
+
+def finding_counts(findings: Iterable[Finding]) -> dict[str, int]:
+    """Findings by severity, every severity present."""
+    counts: dict[str, int] = dict.fromkeys(SEVERITIES, 0)
+    for finding in findings:
+        counts[finding.severity] += 1
+    return counts
 
 
 @dataclass(frozen=True)
@@ -141,6 +229,17 @@ class TaskOutcome:
     """`isolation: worktree`: the task's change, `<out>/patches/<task>.patch` (None: no change)."""
     worktree: Path | None = None
     """`isolation: worktree` with `--keep-worktrees`: the worktree, left in place."""
+    findings: tuple[Finding, ...] | None = None
+    """`findings:` tasks: what the agent (and its sub-agents) reported; None: not asked for."""
+    sample: int = 0
+    """A sample of a repeated task (DESIGN 22): which one, from 1; 0 for a task run once."""
+    of: int = 0
+    """A sample of a repeated task: how many samples the task has; 0 for a task run once."""
+
+    @property
+    def label(self) -> str:
+        """The name as reports show it: `name [i/K]` for a sample of a repeated task."""
+        return f"{self.name} [{self.sample}/{self.of}]" if self.of else self.name
 
 
 @dataclass(frozen=True)
@@ -154,6 +253,13 @@ class RunSummary:
     exit_code: ExitCode
     out_dir: Path
     junit_path: Path | None = None
+    min_pass_rate: float = 1.0
+    """`--min-pass-rate`: the share of a repeated task's samples that must pass (DESIGN 22)."""
+
+    @property
+    def tasks(self) -> int:
+        """Tasks run: a repeated task counts once, however many samples it has."""
+        return sum(1 for o in self.outcomes if not o.of) + len(sample_groups(self.outcomes))
 
     @property
     def totals(self) -> Totals:
@@ -164,8 +270,44 @@ class RunSummary:
 
     @property
     def passed(self) -> int:
-        return sum(1 for o in self.outcomes if o.status == "passed")
+        """Tasks that passed: a repeated task by its pass rate (`runner.report.repeats`)."""
+        single = sum(1 for o in self.outcomes if not o.of and o.status == "passed")
+        groups = sample_groups(self.outcomes).values()
+        return single + sum(1 for g in groups if meets_rate(g, self.min_pass_rate))
+
+    @property
+    def skipped(self) -> int:
+        """Tasks that never started (`--fail-fast`): a repeated task when none of its samples
+        did."""
+        single = sum(1 for o in self.outcomes if not o.of and o.status == "skipped")
+        groups = sample_groups(self.outcomes).values()
+        return single + sum(1 for g in groups if all(o.status == "skipped" for o in g))
 
     @property
     def failed(self) -> int:
-        return len(self.outcomes) - self.passed
+        """Tasks that ran and did not pass."""
+        return self.tasks - self.passed - self.skipped
+
+
+def sample_groups(outcomes: list[TaskOutcome]) -> dict[tuple[str, str], list[TaskOutcome]]:
+    """The samples of each repeated task by (name, task file), one outcome per sample index
+    (a later outcome of the same index, as a resumed sample's, wins), in sample order."""
+    groups: dict[tuple[str, str], dict[int, TaskOutcome]] = {}
+    for outcome in outcomes:
+        if outcome.of:
+            groups.setdefault((outcome.name, str(outcome.task_file)), {})[outcome.sample] = outcome
+    return {key: [found[i] for i in sorted(found)] for key, found in groups.items()}
+
+
+def meets_rate(samples: list[TaskOutcome], min_pass_rate: float) -> bool:
+    """Whether the samples that passed reach `min_pass_rate` of the task's K (`of`); a sample
+    that never ran counts as not passed."""
+    of = max((o.of for o in samples), default=0)
+    passes = sum(1 for o in samples if o.status == "passed")
+    return passes_rate(passes, of, min_pass_rate)
+
+
+def passes_rate(passes: int, samples: int, min_pass_rate: float) -> bool:
+    """Whether `passes` out of `samples` reach the rate, compared in whole numbers so that 3/5
+    meets 0.6 whatever the float rounding."""
+    return passes * 1_000_000 >= round(min_pass_rate * 1_000_000) * samples

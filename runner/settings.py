@@ -91,6 +91,8 @@ class ModelInfo(BaseModel):
     """Price per million tokens written to the prompt cache; None = the input price."""
     native_tools: bool = True
     """The model calls tools through its provider's tool API (`tool_mode: auto` picks native)."""
+    max_output_tokens: int | None = Field(None, gt=0)
+    """Largest reply per model call for this model; None = the run's `max_output_tokens`."""
 
 
 class WorkspaceLimits(BaseModel):
@@ -116,8 +118,9 @@ class SandboxSettings(BaseModel):
     mode: Literal["auto", "required", "off"] = "auto"
     """`auto`: confine when a backend works, else warn and run unconfined; `required`: a task
     with no working backend ends as an infrastructure error (exit 4); `off`: no sandbox."""
-    network: bool = False
-    """Commands may use the host's network."""
+    network: bool | tuple[str, ...] = False
+    """Commands may use the host's network (`true`), none (`false`), or only these hosts
+    through the allowlist proxy (DESIGN 19: `pypi.org`, `*.npmjs.org`, `github.com:443`)."""
     writable: tuple[str, ...] = ()
     """Folders commands may write besides the workdir, relative to the workdir; each must exist
     inside the repository that holds the workdir."""
@@ -160,6 +163,11 @@ class Settings(BaseSettings):
     """Base URL of the Anthropic API or a compatible proxy."""
     tool_mode: Literal["xml", "native", "auto"] | None = None
     """`--tool-mode`: overrides every task's `tool_mode` (DESIGN section 16); None keeps it."""
+    findings: bool = False
+    """Every task offers `report_finding`, as if it said `findings: true` (DESIGN 21)."""
+    fail_on: Literal["error", "warning", "note", "never"] | None = None
+    """`--fail-on`: a finding at or above it fails its task (DESIGN 21); None keeps each task's
+    `findings.fail_on` (default `never`)."""
     anthropic_prompt_cache: Literal["rolling", "system", "off"] = "rolling"
     """Anthropic `cache_control` marks: `rolling` on the tools, the system prompt and the latest
     turns (a long session reads most of its prompt from the cache); `system` on the tools and
@@ -170,7 +178,9 @@ class Settings(BaseSettings):
     temperature: float | None = None
     """Sampling temperature; None leaves the provider's default."""
     max_output_tokens: int = Field(8192, gt=0)
-    """Largest reply per model call."""
+    """Largest reply per model call. A model the table does not know gets at most
+    `UNKNOWN_MODEL_MAX_OUTPUT` (4096) unless this is set or its `models` entry sets its own
+    (`runner.llm.models.max_output_tokens_for`): a local server's whole window may be 8k."""
     # Bounds on what a repository, a model or an MCP server hands the runner (docs/limits.md).
     prompt_file_max_bytes: int = Field(1_000_000, gt=0)
     """Most bytes read of a file the prompt builder reads from the workdir (AGENTS.md,
@@ -218,6 +228,8 @@ class Settings(BaseSettings):
     """`--sandbox MODE`: the mode of every task, over the config's and the tasks' own."""
     sandbox_backend: Literal["auto", "bwrap", "landlock", "none"] = "auto"
     """`--sandbox-backend`: which backend the probe tries (`none`: no backend works)."""
+    allow_hosts: tuple[str, ...] = ()
+    """`--allow-host HOST`: hosts every task's commands may reach, besides its own list."""
     shutdown_grace_s: float = Field(5.0, gt=0)
     """After SIGINT or SIGTERM, how long the run may take to stop before a watchdog writes the
     reports from what it knows and exits."""

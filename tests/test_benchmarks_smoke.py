@@ -37,6 +37,8 @@ def test_quick_benchmark_writes_every_figure(tmp_path: Path) -> None:
         "prompt bytes",
         "rolling cache",
         "fan-out under 429s",
+        "CONNECT round trips",
+        "--repeat",
     ):
         assert part in figures
     differences = ("growth", "memory per")  # a difference of two peaks may be 0 in a tiny run

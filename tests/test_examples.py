@@ -60,3 +60,20 @@ def test_the_release_workflow_publishes_with_trusted_publishing_and_a_multi_arch
     assert "ghcr.io/" in meta["with"]["images"]
     assert "type=ref,event=tag" in meta["with"]["tags"]
     assert "value=latest" in meta["with"]["tags"]
+
+
+def test_the_review_workflow_uploads_the_sarif_and_posts_the_review():
+    import yaml
+
+    workflow = yaml.safe_load(
+        (REPO / "examples" / "workflows" / "review.yml").read_text(encoding="utf-8")
+    )
+    job = workflow["jobs"]["review"]
+    assert job["permissions"]["security-events"] == "write"
+    steps = job["steps"]
+    (upload,) = [s for s in steps if "upload-sarif" in s.get("uses", "")]
+    assert upload["with"]["sarif_file"] == "agent-runs/findings.sarif"
+    (post,) = [s for s in steps if "gh api" in s.get("run", "")]
+    assert "agent-runs/review.json" in post["run"] and "--input review.json" in post["run"]
+    (review,) = [s for s in steps if "--fail-on error" in s.get("run", "")]
+    assert 'git diff "$BASE...HEAD"' in review["run"]

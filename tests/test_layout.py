@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 RUNNER = REPO / "runner"
 
 LAYERS: list[set[str]] = [
-    {"runner.__main__", "runner.cli"},
+    {"runner.__main__", "runner.cli", "cli"},
     {"run"},
     {"task", "prompt", "llm", "mcp", "toolcall", "sessionlog", "report"},
     {"workspace"},

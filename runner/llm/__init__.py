@@ -2,7 +2,8 @@
 
 `base` is the seam (the `LLM` Protocol, messages, usage), `models` the table of known models,
 `retry` the retries of model calls, `registry` the providers by name, and `native` the native tool
-calls and results with the reversible mapping of tool names. The providers themselves and what
+calls and results with the reversible mapping of tool names, and `inflight` what a task waits for
+right now (for the heartbeat). The providers themselves and what
 they share on the wire are the room `providers` (`native_wire` puts native calls on OpenAI's and
 Anthropic's wire, DESIGN section 16). Importing this package imports no SDK: `create_llm`
 imports the chosen provider's module.
@@ -11,13 +12,15 @@ imports the chosen provider's module.
 from __future__ import annotations
 
 from runner.llm.base import LLM, Message, MessageChars, ProviderFactory, Reply, RetryEvent, Usage
-from runner.llm.models import cost_usd, lookup_model
+from runner.llm.inflight import InFlight, activity, streamed, track
+from runner.llm.models import cost_usd, lookup_model, max_output_tokens_for
 from runner.llm.native import NativeCall, NativeResult, NativeTools, wire_name
 from runner.llm.providers import context_window_of
 from runner.llm.registry import create_llm, provider_names, spec_problem
 
 __all__ = [
     "LLM",
+    "InFlight",
     "Message",
     "MessageChars",
     "NativeCall",
@@ -27,11 +30,15 @@ __all__ = [
     "Reply",
     "RetryEvent",
     "Usage",
+    "activity",
     "context_window_of",
     "cost_usd",
     "create_llm",
     "lookup_model",
+    "max_output_tokens_for",
     "provider_names",
     "spec_problem",
+    "streamed",
+    "track",
     "wire_name",
 ]

@@ -9,9 +9,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from runner.llm.base import Usage
-from runner.settings import ModelInfo
+from runner.settings import ModelInfo, Settings
 
-__all__ = ["MODELS", "cost_usd", "lookup_model"]
+__all__ = [
+    "MODELS",
+    "UNKNOWN_MODEL_MAX_OUTPUT",
+    "cost_usd",
+    "lookup_model",
+    "max_output_tokens_for",
+]
+
+UNKNOWN_MODEL_MAX_OUTPUT = 4096
+"""The reply limit of a model the table does not know, unless configured (DESIGN section 23):
+asking a local server for 8192 tokens can fill its whole window with one runaway reply."""
 
 
 def _info(
@@ -87,3 +97,15 @@ def cost_usd(usage: Usage, info: ModelInfo | None) -> float:
         * (info.input_usd_per_mtok if cache_write is None else cache_write)
     )
     return total / 1_000_000
+
+
+def max_output_tokens_for(model: str, settings: Settings) -> int:
+    """The largest reply to ask `model` for: its `models` entry's `max_output_tokens`, else the
+    run's `max_output_tokens` (capped at `UNKNOWN_MODEL_MAX_OUTPUT` for an unknown model unless
+    the operator set it)."""
+    info = lookup_model(model, settings.models)
+    if info is not None and info.max_output_tokens is not None:
+        return info.max_output_tokens
+    if info is None and "max_output_tokens" not in settings.model_fields_set:
+        return min(settings.max_output_tokens, UNKNOWN_MODEL_MAX_OUTPUT)
+    return settings.max_output_tokens

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
+import httpx2
 import mcp_types as types
 from anyio.abc import TaskGroup, TaskStatus
 from mcp.client import Client
@@ -69,6 +70,7 @@ class Connection:
         self._workdir = workdir
         self._base_env = base_env
         self._startup_timeout_s = startup_timeout_s
+        self._attempts = limits.connect_attempts
         self.client: Client | None = None
         self.tools: list[types.Tool] = []
         self._closing = anyio.Event()
@@ -85,8 +87,9 @@ class Connection:
         return self.client is not None
 
     def fresh(self) -> Connection:
-        """A new, unstarted connection to the same server, for a restart."""
-        return Connection(
+        """A new, unstarted connection to the same server, for a restart (tried once: a call
+        waits on it, and the hub says when the server is gone)."""
+        again = Connection(
             self.config,
             workdir=self._workdir,
             stderr_path=self.stderr_path,
@@ -96,6 +99,8 @@ class Connection:
             limits=self._limits,
             on_event=self._on_event,
         )
+        again._attempts = 1
+        return again
 
     def mark_dead(self) -> None:
         """Stop using this connection; its owner task is told to shut it down."""
@@ -108,12 +113,33 @@ class Connection:
         Raises:
             StartFailure: the server did not start, connect or list its tools in time.
         """
-        try:
-            await group.start(self._own)
-        except StartFailure:
-            raise
-        except Exception as exc:
-            raise StartFailure(f"{_describe(exc)}") from exc
+        for attempt in range(1, self._attempts + 1):
+            try:
+                await group.start(self._own)
+                return
+            except Exception as exc:
+                if not self._retry(exc, attempt):
+                    if isinstance(exc, StartFailure):
+                        raise
+                    raise StartFailure(f"{_describe(exc)}") from exc
+            wait = min(
+                self._limits.connect_backoff_s * 2 ** (attempt - 1),
+                self._limits.connect_max_backoff_s,
+            )
+            await anyio.sleep(wait)
+            self._closing, self._done = anyio.Event(), anyio.Event()
+
+    def _retry(self, exc: Exception, attempt: int) -> bool:
+        """Whether to try a remote server again: it was unreachable or answered 429/5xx, as a
+        provider would be retried (a server restarting, a deploy under way)."""
+        left = self._attempts - attempt
+        if self.config.type == "stdio" or left <= 0 or not _unreachable(exc):
+            return False
+        self._warn(
+            f"at {self.config.uri} is unreachable ({_describe(exc)}); trying again"
+            f" ({left} attempt{'s' if left != 1 else ''} left)"
+        )
+        return True
 
     async def close(self) -> None:
         """Shut the connection down and wait until its process (if any) is gone."""
@@ -295,6 +321,17 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, FileNotFoundError):
         return f"command not found: {exc.filename or text}"
     return f"{type(exc).__name__}: {text}" if not isinstance(exc, StartFailure) else text
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """A connection that failed, or an answer of 429 or 5xx: worth another attempt."""
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_unreachable(inner) for inner in exc.exceptions)
+    if isinstance(exc, httpx2.HTTPStatusError):
+        return exc.response.status_code == 429 or exc.response.status_code >= 500
+    if isinstance(exc, httpx2.TransportError):
+        return True
+    return exc.__cause__ is not None and _unreachable(exc.__cause__)
 
 
 def _refused(exc: BaseException) -> bool:

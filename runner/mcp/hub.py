@@ -235,14 +235,10 @@ class McpHub:
 
     def _fail_or_skip(self, conn: _Server, exc: StartFailure) -> None:
         name, cfg, log = conn.name, conn.config, conn.stderr_path
-        what = f"MCP server {name!r} failed to start: {exc}"
-        where = (
-            f" (server stderr: {log})"
-            if log is not None
-            else f" (endpoint: {cfg.uri})"
-            if cfg.uri
-            else ""
-        )
+        # The endpoint in the sentence itself: a console line drops parenthesised asides.
+        at = f" at {cfg.uri}" if cfg.uri else ""
+        what = f"MCP server {name!r}{at} failed to start: {exc}"
+        where = f" (server stderr: {log})" if log is not None and not cfg.uri else ""
         said = _last_line(log) if log is not None else ""
         what += f"; its stderr ends with: {said!r}" if said else ""
         if cfg.required:

@@ -39,6 +39,13 @@ class McpLimits:
     """Longest tool description kept; the rest is cut with a note."""
     max_catalogue_chars: int = 250_000
     """Descriptions and schemas of all tools together; tools past it are dropped."""
+    connect_attempts: int = 6
+    """Attempts to reach a remote (sse, streamable_http) server that is unreachable or answers
+    429/5xx, as a provider is retried (the `retry` settings)."""
+    connect_backoff_s: float = 1.0
+    """First wait between those attempts; it doubles per attempt."""
+    connect_max_backoff_s: float = 30.0
+    """Longest wait between those attempts."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> McpLimits:
@@ -46,6 +53,9 @@ class McpLimits:
             max_message_chars=settings.mcp_max_message_chars,
             max_description_chars=settings.mcp_max_description_chars,
             max_catalogue_chars=settings.mcp_max_catalogue_chars,
+            connect_attempts=settings.retry.max_attempts,
+            connect_backoff_s=settings.retry.initial_backoff_s,
+            connect_max_backoff_s=settings.retry.max_backoff_s,
         )
 
 

@@ -196,6 +196,9 @@ def example_value(prop: Mapping[str, Any], root: Mapping[str, Any]) -> Any:
 
 def _example_string(prop: Mapping[str, Any]) -> str:
     words = str(prop.get("description", "")).lower()
+    # "The complete new content of the file." is what goes in a file, not a file's name.
+    if "content" in words:
+        return 'print("hello")'
     if "path" in words or "file" in words:
         return "src/main.py"
     if "command" in words:

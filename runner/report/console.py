@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from runner.outcome import RunSummary, Status, TaskOutcome
 from runner.redact import Redactor
+from runner.report.repeats import verdicts
 from runner.report.summary import (
     EXIT_CODE_MEANINGS,
     display_path,
@@ -33,6 +34,7 @@ STATUS_LABELS: dict[Status, str] = {
     "budget_exceeded": "BUDGET",
     "error": "ERROR",
     "interrupted": "INTERRUPTED",
+    "skipped": "SKIP",
 }
 """The word a console line starts with, per status."""
 
@@ -42,6 +44,7 @@ _COLORS: dict[Status, str] = {
     "budget_exceeded": "33",
     "error": "35",
     "interrupted": "33",
+    "skipped": "90",
 }
 _LABEL_WIDTH = max(len(label) for label in STATUS_LABELS.values())
 _REASON_LIMIT = 160
@@ -96,7 +99,7 @@ def task_finished_line(outcome: TaskOutcome, *, redactor: Redactor, color: bool 
         f"turns={totals.turns} tokens={format_tokens(totals.tokens)} "
         f"cost={format_cost(totals.cost_usd)} time={format_duration(totals.duration_s)}"
     )
-    line = f"{outcome.name}  {facts}"
+    line = f"{outcome.label}  {facts}"
     if outcome.status != "passed":
         why = fit_reason(redactor.text(outcome.reason))
         cause = f"({outcome.kind}) " if outcome.kind else ""
@@ -125,7 +128,7 @@ def final_table(summary: RunSummary, *, redactor: Redactor, color: bool = False)
     header = ("task", "status", "turns", "tokens", "cost", "time")
     rows: list[tuple[str, ...]] = [
         (
-            redactor.text(o.name),
+            redactor.text(o.label),
             o.status,
             str(o.totals.turns),
             format_tokens(o.totals.tokens),
@@ -137,7 +140,8 @@ def final_table(summary: RunSummary, *, redactor: Redactor, color: bool = False)
     totals = summary.totals
     total_row = (
         f"total ({len(summary.outcomes)})",
-        f"{summary.passed} passed, {summary.failed} not",
+        f"{summary.passed} passed, {summary.failed} not"
+        + (f", {summary.skipped} skipped" if summary.skipped else ""),
         str(totals.turns),
         format_tokens(totals.tokens),
         format_cost(totals.cost_usd),
@@ -165,6 +169,39 @@ def final_table(summary: RunSummary, *, redactor: Redactor, color: bool = False)
         lines.append(line)
     lines.append("  ".join("-" * w for w in widths))
     lines.append(render(total_row))
+    lines.extend(repeat_lines(summary, redactor=redactor))
     code = summary.exit_code
     lines.append(f"exit code {int(code)}: {EXIT_CODE_MEANINGS.get(code, 'unknown')}")
     return "\n".join(lines) + "\n"
+
+
+def repeat_lines(summary: RunSummary, *, redactor: Redactor) -> list[str]:
+    """A line per repeated task (DESIGN 22): its verdict, passes out of K and pass rate, pass@k
+    and pass^k for k = 1..K, and the mean [min-max] of turns, tokens, cost and time."""
+    found = verdicts(summary.outcomes, summary.min_pass_rate)
+    if not found:
+        return []
+    lines = [f"repeats (a task passes at a pass rate of {summary.min_pass_rate:g} or more):"]
+    for v in found:
+        status = "passed" if v.passed else "failed"
+        # Every k up to 10; beyond, a few (summary.json and JUnit have them all).
+        ks = range(1, v.samples + 1) if v.samples <= 10 else sorted({1, 2, 5, 10, v.samples})
+        pass_at, pass_hat = v.pass_at, v.pass_hat
+        at = " ".join(f"pass@{k}={pass_at[k - 1]:.2f}" for k in ks)
+        hat = " ".join(f"pass^{k}={pass_hat[k - 1]:.2f}" for k in ks)
+        spreads = (
+            f"turns {v.turns.mean:.1f} [{v.turns.min:g}-{v.turns.max:g}]  "
+            f"tokens {format_tokens(round(v.tokens.mean))} "
+            f"[{format_tokens(int(v.tokens.min))}-{format_tokens(int(v.tokens.max))}]  "
+            f"cost {format_cost(v.cost_usd.mean)} "
+            f"[{format_cost(v.cost_usd.min)}-{format_cost(v.cost_usd.max)}]  "
+            f"time {format_duration(v.duration_s.mean)} "
+            f"[{format_duration(v.duration_s.min)}-{format_duration(v.duration_s.max)}]"
+        )
+        lines.append(
+            redactor.text(
+                f"  {v.name}  {status}  {v.passes}/{v.samples} passed (rate {v.pass_rate:.2f})"
+                f"  {at}  {hat}  {spreads}"
+            )
+        )
+    return lines

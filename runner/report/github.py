@@ -17,6 +17,7 @@ from secrets import token_hex
 
 from runner.outcome import RunSummary, Status, TaskOutcome
 from runner.redact import SUBSTRING_LENGTH, Redactor
+from runner.report.repeats import verdicts
 from runner.report.summary import (
     EXIT_CODE_MEANINGS,
     display_path,
@@ -54,14 +55,18 @@ _ICONS: dict[Status, str] = {
     "budget_exceeded": "⏱️",
     "error": "💥",
     "interrupted": "⏹️",
+    "skipped": "⏭️",
 }
 # Rows that did not pass come first, so a cut table still shows every problem it can.
+_REPEAT_ROWS = 200
+"""Repeated tasks shown in the step summary's table; summary.json has them all."""
 _ORDER: dict[Status, int] = {
     "error": 0,
     "failed": 1,
     "budget_exceeded": 2,
     "interrupted": 3,
-    "passed": 4,
+    "skipped": 4,
+    "passed": 5,
 }
 
 
@@ -98,12 +103,12 @@ def escape_property(value: str) -> str:
 
 
 def error_annotation(outcome: TaskOutcome, *, redactor: Redactor) -> str:
-    """An `::error` line pointing at the task's file, or "" for a task that passed."""
-    if outcome.status == "passed":
+    """An `::error` line pointing at the task's file, or "" for a task that passed or never ran."""
+    if outcome.status in ("passed", "skipped"):
         return ""
     status = outcome.status.replace("_", " ")
     cause = f" ({outcome.kind})" if outcome.kind else ""
-    title = redactor.text(f"{outcome.name}: {status}{cause}")
+    title = redactor.text(f"{outcome.label}: {status}{cause}")
     message = redactor.text(outcome.reason or f"task {status}")
     file = redactor.text(display_path(outcome.task_file))
     return (
@@ -193,7 +198,7 @@ def _check_output_details(outcome: TaskOutcome, redactor: Redactor) -> str:
     output = redactor.text(outcome.check_output)
     runs = [len(run) for run in re.findall(r"`+", output)]
     fence = "`" * max(3, max(runs, default=0) + 1)
-    name = html.escape(redactor.text(outcome.name), quote=False)
+    name = html.escape(redactor.text(outcome.label), quote=False)
     return (
         f"<details><summary>{name}: check output (last part)</summary>\n\n"
         f"{fence}text\n{output}\n{fence}\n\n</details>\n\n"
@@ -203,7 +208,7 @@ def _check_output_details(outcome: TaskOutcome, redactor: Redactor) -> str:
 def _patches(outcomes: list[TaskOutcome], redactor: Redactor) -> str:
     """The tasks' patches (`isolation: worktree`) as a list, or ""."""
     lines = [
-        f"- {_cell(redactor.text(o.name), 120)}: {_code(display_path(o.patch), 300)}\n"
+        f"- {_cell(redactor.text(o.label), 120)}: {_code(display_path(o.patch), 300)}\n"
         for o in outcomes
         if o.patch is not None
     ]
@@ -214,6 +219,28 @@ def _patches(outcomes: list[TaskOutcome], redactor: Redactor) -> str:
     )
 
 
+def _repeats(summary: RunSummary, redactor: Redactor) -> str:
+    """A table of the repeated tasks' verdicts (DESIGN 22), or ""."""
+    rows = []
+    for v in verdicts(summary.outcomes, summary.min_pass_rate)[:_REPEAT_ROWS]:
+        icon = _ICONS["passed" if v.passed else "failed"]
+        ks = sorted({1, min(5, v.samples), v.samples})
+        at = ", ".join(f"@{k} {v.pass_at[k - 1]:.2f}" for k in ks)
+        hat = ", ".join(f"^{k} {v.pass_hat[k - 1]:.2f}" for k in ks)
+        rows.append(
+            f"| {_cell(redactor.text(v.name), 120)} | {icon} {v.passes}/{v.samples} | "
+            f"{v.pass_rate:.2f} | {at} | {hat} | {v.turns.mean:.1f} | "
+            f"{format_cost(v.cost_usd.mean)} | {format_duration(v.duration_s.mean)} |\n"
+        )
+    if not rows:
+        return ""
+    return (
+        f"Repeated tasks (a task passes at a pass rate of {summary.min_pass_rate:g}):\n\n"
+        "| Task | Passes | Rate | pass@k | pass^k | Turns (mean) | Cost (mean) | Time (mean) |\n"
+        "| --- | ---: | ---: | --- | --- | ---: | ---: | ---: |\n" + "".join(rows)
+    )
+
+
 def _row(outcome: TaskOutcome, redactor: Redactor) -> str:
     totals = outcome.totals
     status = f"{_ICONS[outcome.status]} {outcome.status.replace('_', ' ')}"
@@ -221,7 +248,7 @@ def _row(outcome: TaskOutcome, redactor: Redactor) -> str:
         status += f" ({_cell(redactor.text(outcome.kind), 40)})"
     reason = "" if outcome.status == "passed" else _cell(redactor.text(outcome.reason))
     cells = (
-        _cell(redactor.text(outcome.name), 120),
+        _cell(redactor.text(outcome.label), 120),
         status,
         str(totals.turns),
         format_tokens(totals.tokens),
@@ -237,8 +264,9 @@ def step_summary_markdown(summary: RunSummary, redactor: Redactor, limit: int) -
     limit are left out, with a note saying how many and where to find them."""
     totals = summary.totals
     code = summary.exit_code
+    skipped = f", {summary.skipped} skipped" if summary.skipped else ""
     head = (
-        f"### agent-runner: {summary.passed} passed, {summary.failed} not passed\n\n"
+        f"### agent-runner: {summary.passed} passed, {summary.failed} not passed{skipped}\n\n"
         f"Run {_code(redactor.text(summary.run_id))}, model "
         f"{_code(redactor.text(summary.model))}, "
         f"exit code {int(code)} ({EXIT_CODE_MEANINGS.get(code, 'unknown')}).\n\n"
@@ -271,6 +299,10 @@ def step_summary_markdown(summary: RunSummary, redactor: Redactor, limit: int) -
             used += len(block.encode())
     if details:
         text += "\n" + details
+    repeats = _repeats(summary, redactor)
+    if repeats and used + len(repeats.encode()) <= limit:
+        text += "\n" + repeats
+        used += len(repeats.encode())
     patches = _patches(ordered[: len(rows)], redactor)
     if patches and used + len(patches.encode()) <= limit:
         text += "\n" + patches

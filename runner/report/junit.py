@@ -15,8 +15,10 @@ from junit_xml import TestCase, TestSuite, to_xml_report_string
 
 from runner.atomic import write_text_atomic
 from runner.errors import ConfigError
-from runner.outcome import RunSummary, TaskOutcome
+from runner.outcome import RunSummary, TaskOutcome, finding_counts
 from runner.redact import Redactor
+from runner.report.junit_repeats import recombine_junit
+from runner.report.repeats import verdict_properties, verdicts
 from runner.report.summary import display_path, format_cost, one_line
 
 __all__ = ["junit_text", "merge_junit", "run_properties", "task_facts", "write_junit"]
@@ -36,9 +38,10 @@ def run_properties(summary: RunSummary) -> dict[str, str]:
         "run_id": summary.run_id,
         "model": summary.model,
         "exit_code": str(int(summary.exit_code)),
-        "tasks": str(len(summary.outcomes)),
+        "tasks": str(summary.tasks),
         "passed": str(summary.passed),
         "failed": str(summary.failed),
+        "skipped": str(summary.skipped),
         "turns": str(totals.turns),
         "tokens": str(totals.tokens),
         "input_tokens": str(totals.input_tokens),
@@ -47,7 +50,16 @@ def run_properties(summary: RunSummary) -> dict[str, str]:
         "cache_write_tokens": str(totals.cache_write_tokens),
         "cost_usd": f"{totals.cost_usd:.6f}",
         "duration_s": f"{totals.duration_s:.3f}",
+        **_finding_properties(summary),
     }
+
+
+def _finding_properties(summary: RunSummary) -> dict[str, str]:
+    """`findings_error`, `findings_warning`, `findings_note` when a task asked for findings."""
+    if all(o.findings is None for o in summary.outcomes):
+        return {}
+    counts = finding_counts(f for o in summary.outcomes for f in (o.findings or ()))
+    return {f"findings_{level}": str(n) for level, n in counts.items()}
 
 
 def task_facts(outcome: TaskOutcome) -> list[str]:
@@ -76,6 +88,9 @@ def task_facts(outcome: TaskOutcome) -> list[str]:
         facts.append(f"patch: {display_path(outcome.patch)}")
     if outcome.worktree is not None:
         facts.append(f"worktree: {outcome.worktree}")
+    if outcome.findings is not None:
+        counts = finding_counts(outcome.findings)
+        facts.append("findings: " + ", ".join(f"{n} {level}" for level, n in counts.items()))
     return facts
 
 
@@ -102,7 +117,7 @@ def _test_case(outcome: TaskOutcome, redactor: Redactor) -> TestCase:
     if outcome.result:
         stdout = f"{outcome.result}\n\n{stdout}"
     case = TestCase(
-        name=text(outcome.name),
+        name=text(outcome.label),  # a sample: `task [i/K]`
         classname=text(outcome.task_file.stem),
         elapsed_sec=round(outcome.totals.duration_s, 3),
         stdout=text(stdout),
@@ -115,6 +130,8 @@ def _test_case(outcome: TaskOutcome, redactor: Redactor) -> TestCase:
         case.add_failure_info(message=message, output=output, failure_type=outcome.kind or "failed")
     elif outcome.status == "budget_exceeded":
         case.add_failure_info(message=message, output=output, failure_type="budget_exceeded")
+    elif outcome.status == "skipped":
+        case.add_skipped_info(message=message, output=output)
     elif outcome.status in ("error", "interrupted"):
         kind = outcome.kind or outcome.status
         case.add_error_info(message=message, output=output, error_type=kind)
@@ -131,13 +148,23 @@ def junit_text(summary: RunSummary, redactor: Redactor) -> str:
         TestSuite(
             name=redactor.text(name),
             test_cases=[_test_case(o, redactor) for o in outcomes],
-            properties=properties,
+            properties={**properties, **_verdict_properties(outcomes, summary, redactor)},
         )
         for name, outcomes in by_file.items()
     ]
     text: str = to_xml_report_string(suites, prettyprint=True, encoding="utf-8")
     # junit_xml writes the summed times as Python prints floats (0.8999999999999999).
     return _SUITE_TIME.sub(lambda m: f"{m[1]}{_seconds(float(m[2]))}{m[3]}", text)
+
+
+def _verdict_properties(
+    outcomes: list[TaskOutcome], summary: RunSummary, redactor: Redactor
+) -> dict[str, str]:
+    """The verdicts of the suite's repeated tasks (DESIGN 22), as `repeat.<task>.*` properties."""
+    found: dict[str, str] = {}
+    for verdict in verdicts(outcomes, summary.min_pass_rate):
+        found.update(verdict_properties(verdict))
+    return {redactor.text(k): redactor.text(v) for k, v in found.items()}
 
 
 def write_junit(summary: RunSummary, path: Path, redactor: Redactor) -> None:
@@ -209,6 +236,7 @@ def merge_junit(inputs: list[Path], out: Path) -> None:
             suite.set("time", _seconds(suite_time))  # a shard written before the rounding
         time += suite_time
         root.append(suite)
+    recombine_junit(root)  # samples of one task across shards: one verdict (DESIGN 22)
     root.set("disabled", str(disabled))
     root.set("errors", str(errors))
     root.set("failures", str(failures))

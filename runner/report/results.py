@@ -17,7 +17,7 @@ from runner.atomic import write_text_atomic
 from runner.outcome import RunSummary
 from runner.redact import Redactor
 
-__all__ = ["RESULTS_DIR", "result_file_name", "write_results"]
+__all__ = ["RESULTS_DIR", "result_file_name", "write_result_file", "write_results"]
 
 RESULTS_DIR = "results"
 """The folder under `--out` that holds the structured results."""
@@ -40,8 +40,19 @@ def write_results(summary: RunSummary, folder: Path, redactor: Redactor) -> None
     of this run without one loses the file an earlier run into the same folder left for it."""
     for outcome in summary.outcomes:
         if outcome.structured_result is None:
-            (folder / result_file_name(outcome.name)).unlink(missing_ok=True)
+            (folder / result_file_name(outcome.label)).unlink(missing_ok=True)
             continue
         folder.mkdir(parents=True, exist_ok=True)
         text = json.dumps(redactor.data(outcome.structured_result), indent=2, ensure_ascii=False)
-        write_text_atomic(folder / result_file_name(outcome.name), text + "\n")
+        write_text_atomic(folder / result_file_name(outcome.label), text + "\n")
+
+
+def write_result_file(summary: RunSummary, path: Path, redactor: Redactor) -> None:
+    """`--result-file` (DESIGN 20): one task's final result text as it is (empty when it gave
+    none), or for several a JSON object of task name to result (null when none)."""
+    if len(summary.outcomes) == 1:
+        text = redactor.text(summary.outcomes[0].result or "")
+    else:
+        results = {o.label: o.result for o in summary.outcomes}  # `task [i/K]` for a sample
+        text = json.dumps(redactor.data(results), indent=2, ensure_ascii=False) + "\n"
+    write_text_atomic(path, text)

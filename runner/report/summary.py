@@ -13,8 +13,9 @@ from typing import Any
 
 from runner.atomic import write_text_atomic
 from runner.errors import ConfigError, ExitCode, worst_exit_code
-from runner.outcome import RunSummary, TaskOutcome, Totals
+from runner.outcome import RunSummary, TaskOutcome, Totals, finding_counts
 from runner.redact import Redactor
+from runner.report.repeats import recombine_summary, run_exit_code, verdict_json, verdicts
 
 __all__ = [
     "EXIT_CODE_MEANINGS",
@@ -58,9 +59,10 @@ _TOTALS_FIELDS = (
 )
 
 
-def exit_code_of(outcomes: list[TaskOutcome]) -> ExitCode:
-    """The run's single exit code: the worst of the tasks' own codes (3, 2, 4, 1, 5, 0)."""
-    return worst_exit_code([o.exit_code for o in outcomes])
+def exit_code_of(outcomes: list[TaskOutcome], min_pass_rate: float = 1.0) -> ExitCode:
+    """The run's single exit code: the worst of the tasks' own codes (3, 2, 4, 1, 5, 0), a
+    repeated task's being its verdict's (`runner.report.repeats`)."""
+    return run_exit_code(outcomes, min_pass_rate)
 
 
 def display_path(path: Path) -> str:
@@ -129,6 +131,19 @@ def _task_json(outcome: TaskOutcome) -> dict[str, Any]:
         "sandbox": outcome.sandbox.as_json() if outcome.sandbox else None,
         "patch": display_path(outcome.patch) if outcome.patch else None,
         "worktree": str(outcome.worktree) if outcome.worktree else None,
+        # A sample of a repeated task: its identity is (name, file, sample) (DESIGN 22).
+        **({"sample": outcome.sample, "of": outcome.of} if outcome.of else {}),
+        **_findings_json(outcome),
+    }
+
+
+def _findings_json(outcome: TaskOutcome) -> dict[str, Any]:
+    """`findings` and `finding_counts` (by severity) of a `findings:` task (DESIGN 21)."""
+    if outcome.findings is None:
+        return {}
+    return {
+        "findings": [finding.as_json() for finding in outcome.findings],
+        "finding_counts": finding_counts(outcome.findings),
     }
 
 
@@ -142,11 +157,21 @@ def summary_json(summary: RunSummary) -> dict[str, Any]:
         "exit_code": int(summary.exit_code),
         "passed": summary.passed,
         "failed": summary.failed,
+        "skipped": summary.skipped,
         "totals": _totals_json(summary.totals),
         "out_dir": display_path(summary.out_dir),
         "junit": display_path(summary.junit_path) if summary.junit_path else None,
         "tasks": [_task_json(o) for o in summary.outcomes],
+        **_repeats_json(summary),
     }
+
+
+def _repeats_json(summary: RunSummary) -> dict[str, Any]:
+    """`min_pass_rate` and a `repeats` entry per repeated task; nothing when no task repeats."""
+    found = verdicts(summary.outcomes, summary.min_pass_rate)
+    if not found:
+        return {}
+    return {"min_pass_rate": summary.min_pass_rate, "repeats": [verdict_json(v) for v in found]}
 
 
 def summary_text(summary: RunSummary, redactor: Redactor) -> str:
@@ -206,6 +231,7 @@ def merge_summaries(inputs: list[Path], out: Path, junit: Path | None = None) ->
     totals["cost_usd"] = round(totals["cost_usd"], 6)
     totals["duration_s"] = round(totals["duration_s"], 3)
     passed = sum(1 for t in tasks if t.get("status") == "passed")
+    skipped = sum(1 for t in tasks if t.get("status") == "skipped")
     merged = {
         "version": SUMMARY_VERSION,
         "run_id": _common([s.get("run_id") for s in shards]),
@@ -214,12 +240,14 @@ def merge_summaries(inputs: list[Path], out: Path, junit: Path | None = None) ->
         "model": _common([s.get("model") for s in shards]),
         "exit_code": int(_worst([_exit_code(s["exit_code"]) for s in shards])),
         "passed": passed,
-        "failed": len(tasks) - passed,
+        "failed": len(tasks) - passed - skipped,
+        "skipped": skipped,
         "totals": totals,
         "out_dir": _common([s.get("out_dir") for s in shards]),
         "junit": display_path(junit) if junit is not None else None,
         "tasks": tasks,
     }
+    recombine_summary(merged, shards)  # samples of one task across shards: one verdict
     write_text_atomic(out, json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
 
 

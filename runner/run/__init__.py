@@ -12,12 +12,27 @@ what the loop does; `turn` is the loop and what one turn needs.
 from __future__ import annotations
 
 from runner.run.app import resume_sessions, run_tasks
-from runner.run.plan import RunOptions, annotate_config_error, print_prompt, validate
+from runner.run.plan import (
+    PromptTask,
+    RunOptions,
+    TaskOverrides,
+    annotate_config_error,
+    list_tasks,
+    print_prompt,
+    report_error,
+    validate,
+)
+from runner.run.resume import latest_run_logs
 
 __all__ = [
+    "PromptTask",
     "RunOptions",
+    "TaskOverrides",
     "annotate_config_error",
+    "latest_run_logs",
+    "list_tasks",
     "print_prompt",
+    "report_error",
     "resume_sessions",
     "run_tasks",
     "validate",

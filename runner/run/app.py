@@ -24,19 +24,36 @@ from runner.report import (
     error_annotation,
     exit_code_of,
     final_table,
+    finding_annotations,
+    findings_table,
     group_end,
     group_start,
     summary_text,
     task_finished_line,
     task_started_line,
+    verdict_lost,
     write_outputs,
+    write_result_file,
     write_results,
+    write_review,
+    write_sarif,
     write_step_summary,
     write_summary_json,
 )
 from runner.run.agents import close_agent_models
-from runner.run.plan import Job, RunOptions, load_selected_tasks, prepare_jobs, select_tasks
-from runner.run.resume import resumed_jobs
+from runner.run.plan import (
+    Job,
+    PromptTask,
+    RunOptions,
+    check_out_dir,
+    expand_samples,
+    load_prompt_task,
+    load_selected_tasks,
+    prepare_jobs,
+    select_tasks,
+    shard_samples,
+)
+from runner.run.resume import other_samples, resumed_jobs
 from runner.run.session import RunContext, check_isolation, run_in_isolation, run_task
 from runner.run.telemetry import (
     Progress,
@@ -46,22 +63,30 @@ from runner.run.telemetry import (
     traced_run,
     traced_task,
 )
+from runner.sessionlog import EventStream
 from runner.settings import Settings, environ
 
 __all__ = ["execute", "resume_sessions", "run_tasks"]
 
 
 def run_tasks(
-    paths: Sequence[str],
+    paths: Sequence[str] | PromptTask,
     params: Mapping[str, str],
     selection: tuple[Sequence[str] | None, str | None],
     model: str | None,
     settings: Settings,
     options: RunOptions,
 ) -> int:
-    """The `run` command; `selection` is (`--filter` globs, `--shard`)."""
-    tasks = load_selected_tasks(paths, params, settings)
-    tasks = select_tasks(tasks, *selection)
+    """The `run` command: task files, or one `-p` prompt; `selection` is (`--filter` globs,
+    `--shard`)."""
+    if isinstance(paths, PromptTask):
+        tasks = load_prompt_task(paths, params, settings, options.out)
+    else:
+        tasks = load_selected_tasks(paths, params, settings)
+    selected = select_tasks(tasks, selection[0], None)
+    tasks = [options.overrides.apply(task) for task in selected]
+    tasks = expand_samples(tasks, options.repeat, options.isolation, environ())  # DESIGN 22
+    tasks = shard_samples(tasks, selection[1])
     jobs = prepare_jobs(tasks, settings, model)
     return execute(jobs, settings, options)
 
@@ -74,29 +99,41 @@ def resume_sessions(
     if not jobs:
         print("nothing to resume: every session there passed", file=sys.stderr)
         return 0
-    return execute(jobs, settings, options)
+    # A repeated task is reported over all K: the samples not run again, as their logs ended.
+    return execute(jobs, settings, options, other_samples(paths, jobs))
 
 
-def execute(jobs: list[Job], settings: Settings, options: RunOptions) -> int:
-    """Run the jobs, write the reports, return the run's exit code."""
+def execute(
+    jobs: list[Job], settings: Settings, options: RunOptions, carried: Sequence[TaskOutcome] = ()
+) -> int:
+    """Run the jobs, write the reports, return the run's exit code; `carried` outcomes (samples
+    of an earlier run that do not run again) are reported with the jobs'."""
     codes = {signal.SIGINT: ExitCode.SIGINT, signal.SIGTERM: ExitCode.SIGTERM}
     parents = [(job.task, job.resume.worktree if job.resume else None) for job in jobs]
     check_isolation(parents, settings.jobs, options.isolation, environ())
+    check_out_dir(options.out, options.junit)
     with (
         Watchdog(settings.shutdown_grace_s, codes) as watchdog,
         traced_run(environ(), len(jobs)) as trace,
     ):
-        return trace.finish(_execute(jobs, settings, options, watchdog))
+        return trace.finish(_execute(jobs, settings, options, watchdog, carried))
 
 
-def _execute(jobs: list[Job], settings: Settings, options: RunOptions, watchdog: Watchdog) -> int:
+def _execute(
+    jobs: list[Job],
+    settings: Settings,
+    options: RunOptions,
+    watchdog: Watchdog,
+    carried: Sequence[TaskOutcome] = (),
+) -> int:
     env = environ()
     secrets = settings.named_secrets()
     for job in jobs:
         secrets.update(job.task.named_secrets)
     redactor = Redactor(secrets.values())
     github = GitHubActions.from_env(env)
-    stream = sys.stderr if options.output == "json" else sys.stdout
+    # stdout holds one JSON document (--output json) or the event stream (--events -).
+    stream = sys.stderr if options.output == "json" or options.events == "-" else sys.stdout
     console = _Console(redactor, stream, options.quiet)
     for warning in short_secret_warnings(secrets):
         console.diagnostic(warning)
@@ -117,9 +154,18 @@ def _execute(jobs: list[Job], settings: Settings, options: RunOptions, watchdog:
     annotate_run(run_id, redactor, console.diagnostic)
     results: dict[int, TaskOutcome] = {}
     watchdog.on_stuck = lambda sig: _write_stuck_reports(jobs, results, ctx, options, console, sig)
-    outcomes = asyncio.run(
-        _run_all(jobs, ctx, settings.jobs, options, console, github is not None, results, watchdog)
-    )
+    ctx.events = EventStream.open(options.events) if options.events else None
+    try:
+        outcomes = asyncio.run(
+            _run_all(
+                jobs, ctx, settings.jobs, options, console, github is not None, results, watchdog
+            )
+        )
+    finally:
+        if ctx.events is not None:
+            ctx.events.close()
+    if carried:  # a resumed repeated task: its samples side by side, in order
+        outcomes = sorted([*carried, *outcomes], key=lambda o: (o.name, o.sample))
     junit = options.junit or options.out / "junit.xml"
     models = sorted({o.model for o in outcomes})
     summary = RunSummary(
@@ -127,31 +173,36 @@ def _execute(jobs: list[Job], settings: Settings, options: RunOptions, watchdog:
         runner_version=__version__,
         model=", ".join(models),
         outcomes=outcomes,
-        exit_code=exit_code_of(outcomes),
+        exit_code=exit_code_of(outcomes, options.min_pass_rate),
         out_dir=options.out,
         junit_path=junit,
+        min_pass_rate=options.min_pass_rate,
     )
     with watchdog.reporting():
-        summary = _write_reports(summary, junit, redactor, console)
+        summary = _write_reports(summary, junit, redactor, console, options.result_file)
     watchdog.reports_written()
     if options.output == "json":
         print(summary_text(summary, redactor))
     else:
         console.always(final_table(summary, redactor=redactor))
     if github is not None:
-        for outcome in outcomes:
-            line = error_annotation(outcome, redactor=redactor)
-            if line:
-                console.command(line)
+        failed = [line for o in outcomes if (line := error_annotation(o, redactor=redactor))]
+        for line in [*failed, *finding_annotations(outcomes, redactor, len(failed))]:
+            console.command(line)
         if github.step_summary is not None:
             write_step_summary(summary, github.step_summary, redactor)
+            _append(github.step_summary, findings_table(outcomes, redactor))
         if github.output is not None:
             write_outputs(summary, github.output, redactor)
     return summary.exit_code
 
 
 def _write_reports(
-    summary: RunSummary, junit: Path, redactor: Redactor, console: _Console
+    summary: RunSummary,
+    junit: Path,
+    redactor: Redactor,
+    console: _Console,
+    result_file: Path | None = None,
 ) -> RunSummary:
     """Write JUnit, then summary.json; one that cannot be written is reported and makes the exit
     code 4 (an unwritable or full artifacts folder), and the other is still written."""
@@ -161,6 +212,9 @@ def _write_reports(
         (junit, write_junit),
         (summary.out_dir / "summary.json", write_summary_json),
         (summary.out_dir / "results", write_results),
+        (summary.out_dir / "findings.sarif", write_sarif),
+        (summary.out_dir / "review.json", write_review),
+        *([(result_file, write_result_file)] if result_file else []),
     ]
     for path, write in writers:
         try:
@@ -173,6 +227,13 @@ def _write_reports(
             code = worst_exit_code([summary.exit_code, ExitCode.INFRASTRUCTURE])
             summary = dataclasses.replace(summary, exit_code=code)
     return summary
+
+
+def _append(path: Path, text: str) -> None:
+    """Add `text` to the step summary when it stays under GitHub's 1 MiB."""
+    if text and (path.stat().st_size if path.exists() else 0) + len(text.encode()) < 1 << 20:
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(text)
 
 
 class _Console:
@@ -213,6 +274,9 @@ async def _run_all(
 ) -> list[TaskOutcome]:
     limiter = asyncio.Semaphore(concurrency)
     stop = asyncio.Event()
+    rate = options.min_pass_rate
+
+    stopped_by: list[TaskOutcome] = []  # --fail-fast: the task that stopped the run
 
     async def one(index: int, job: Job) -> None:
         async with limiter:
@@ -221,10 +285,10 @@ async def _run_all(
             job.started = True
             console.line(
                 task_started_line(
-                    job.task.name, f"{job.llm.provider}:{job.llm.model}", redactor=ctx.redactor
+                    job.task.label, f"{job.llm.provider}:{job.llm.model}", redactor=ctx.redactor
                 )
             )
-            async with ctx.progress.task(job.task.name):
+            async with ctx.progress.task(job.task.label):
                 run = run_in_isolation(
                     job.task,
                     lambda task: run_task(task, job.llm, ctx, job.resume),
@@ -235,9 +299,12 @@ async def _run_all(
                     parent=job.resume.worktree if job.resume else None,
                 )
                 outcome = await traced_task(job.task, job.llm, ctx.redactor, run)
-            results[index] = outcome
+            results[index] = outcome = job.as_sample(outcome)
             _report_finished(outcome, console, ctx.redactor, github, options.verbose)
-            if options.fail_fast and outcome.status != "passed":
+            failed = outcome.status != "passed"
+            # A failed sample stops the run only once its task can no longer pass.
+            if options.fail_fast and failed and verdict_lost(outcome, results.values(), rate):
+                stopped_by.append(outcome)
                 stop.set()
 
     loop = asyncio.get_running_loop()
@@ -256,35 +323,12 @@ async def _run_all(
             outcomes.append(results[index])
         elif job.started and not ctx.interrupted:
             error = ended[index] if index < len(ended) else None
-            outcomes.append(_lost(job, error))
+            outcomes.append(job.lost(error))
         elif ctx.interrupted:
-            outcomes.append(_not_started(job, ctx))
+            outcomes.append(job.not_started(ctx.signal_exit))
+        elif stopped_by:
+            outcomes.append(job.skipped(stopped_by[0]))
     return outcomes
-
-
-def _lost(job: Job, error: BaseException | None) -> TaskOutcome:
-    """A task that ended without an outcome (a bug): reported as an internal error, not lost."""
-    return TaskOutcome(
-        name=job.task.name,
-        task_file=job.task.file,
-        status="error",
-        reason=f"internal error: the task ended without an outcome ({error!r})",
-        kind="internal",
-        exit_code=ExitCode.INTERNAL,
-        model=f"{job.llm.provider}:{job.llm.model}",
-    )
-
-
-def _not_started(job: Job, ctx: RunContext, reason: str | None = None) -> TaskOutcome:
-    return TaskOutcome(
-        name=job.task.name,
-        task_file=job.task.file,
-        status="interrupted",
-        reason=reason or "not started: the run was interrupted",
-        kind="signal",
-        exit_code=ctx.signal_exit,
-        model=f"{job.llm.provider}:{job.llm.model}",
-    )
 
 
 def _install_signal_handlers(
@@ -324,7 +368,7 @@ def _write_stuck_reports(
     ctx.interrupted = True
     stuck = f"interrupted: still running {ctx.settings.shutdown_grace_s:g} s after {sig.name}"
     outcomes = [
-        results.get(i) or _not_started(job, ctx, stuck if job.started else None)
+        results.get(i) or job.not_started(ctx.signal_exit, stuck if job.started else None)
         for i, job in enumerate(jobs)
     ]
     junit = options.junit or options.out / "junit.xml"
@@ -336,6 +380,7 @@ def _write_stuck_reports(
         exit_code=ctx.signal_exit,
         out_dir=options.out,
         junit_path=junit,
+        min_pass_rate=options.min_pass_rate,
     )
     _write_reports(summary, junit, ctx.redactor, console)
     abandon_traces()  # the process exits next: send what the open spans say
@@ -364,8 +409,11 @@ def _report_finished(
         return
     # On GitHub Actions the transcript is folded in a group under the task's result line.
     console.line(group_start(f"{outcome.name}: {outcome.status}"))
-    console.line(line)
-    console.line(transcript or f"result: {outcome.result}")
+    # A line the model or a check wrote that starts with `::` must not run as a workflow command
+    # (an `::error` of its own making): commands stay off until an unguessable token.
+    token = uuid.uuid4().hex
+    console.line(f"::stop-commands::{token}\n{line}\n{transcript or f'result: {outcome.result}'}")
+    console.line(f"::{token}::")
     console.line(group_end())
 
 

@@ -3,14 +3,16 @@
 `SessionLogWriter.create(out_dir, header, redactor)` starts `<out>/sessions/<session-id>.jsonl`;
 `read_session(path)` reads one back. The format is docs/session-log.md and
 docs/session-log.schema.json. The code lives in `format` (the versioned contract, ids, errors),
-`writer`, `files` (spilled results and the saved prompt), `reader`, `children` (sub-agent logs
-beside their parent's), `view` (`log show` and `log export`) and `html` (`log export --format
-html`); import it from here.
+`writer`, `events` (`--events`: the records streamed as they are written), `files` (spilled
+results and the saved prompt), `reader`, `children` (sub-agent logs beside their parent's),
+`view` (`log show` and `log export`) and `html` (`log export --format html`); import it from
+here.
 """
 
 from __future__ import annotations
 
 from runner.sessionlog.children import child_log_path, children_of
+from runner.sessionlog.events import EventStream
 from runner.sessionlog.format import (
     EVENT_TYPES,
     FORMAT_VERSION,
@@ -27,6 +29,7 @@ from runner.sessionlog.html import export_html
 from runner.sessionlog.reader import (
     SessionRecord,
     find_sessions,
+    latest_sessions,
     read_session,
     rebuild_messages,
     sessions_to_resume,
@@ -44,6 +47,7 @@ __all__ = [
     "DEFAULT_PREVIEW_BYTES",
     "DEFAULT_RESULT_CAP_BYTES",
     "EVENT_TYPES",
+    "EventStream",
     "FORMAT_VERSION",
     "CompactionKind",
     "Header",
@@ -57,6 +61,7 @@ __all__ = [
     "export_json",
     "export_markdown",
     "find_sessions",
+    "latest_sessions",
     "host_facts",
     "iso_utc",
     "new_session_id",

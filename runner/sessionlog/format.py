@@ -52,6 +52,8 @@ EVENT_TYPES = (
     "check",
     "retry",
     "hook",
+    "network",
+    "finding",
     "warning",
     "end",
 )
@@ -185,6 +187,10 @@ class Header:
     reply's sub_agent calls from 0)."""
     tool_mode: str = "xml"
     """How the session calls tools: `xml` or `native` (DESIGN 16); a log resumes in its mode."""
+    sample: int | None = None
+    """A sample of a repeated task (DESIGN 22): which one, from 1; written with `of` only then."""
+    of: int | None = None
+    """A sample of a repeated task: the task's number of samples, K."""
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Header:
@@ -218,6 +224,7 @@ class Header:
             **({"tool_mode": self.tool_mode} if self.tool_mode != "xml" else {}),
             "host": dict(self.host),
             "started_at": self.started_at,
+            **({"sample": self.sample, "of": self.of} if self.of else {}),
             **(
                 {"parent_session_id": self.parent_session_id, "parent_call": self.parent_call}
                 if self.parent_session_id

@@ -6,7 +6,8 @@ without script), sub-agent sessions nested under the call that started them, ret
 compactions, checks, hooks and warnings marked. Everything in a log is untrusted, so every string
 is HTML-escaped, every text is cut at `MAX_TEXT_CHARS`, and a Content-Security-Policy forbids any
 script and any load from anywhere: the page works offline and cannot phone home. Secrets stay as
-the log has them (masked when it was written).
+the log has them (masked when it was written). A task's findings (DESIGN 21) are counted above
+its events and marked where they were reported.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ details{margin:.3rem 0}summary{cursor:pointer}
 .tool>summary{font-family:monospace}.tool.error>summary{color:#b00}
 .mark{padding:.2rem .5rem;margin:.3rem 0;border-left:4px solid #999;background:#fafafa}
 .retry{border-color:#d80}.compaction{border-color:#80d}.hook{border-color:#088}
-.warning{border-color:#d00}.meta{color:#777;font-size:.85em}
+.warning{border-color:#d00}.meta{color:#777;font-size:.85em}.finding{border-color:#c60}
 .child{margin-left:1.5rem;border-left:3px solid #05a;padding-left:.6rem}
 .st-passed{color:#0a5}.st-failed,.st-error,.st-budget_exceeded,.st-interrupted,.st-incomplete{color:#b00}
 """
@@ -111,8 +112,14 @@ def _anchor(record: SessionRecord) -> str:
 
 
 def _task_name(record: SessionRecord) -> str:
+    """The task's name; for a sub-agent's session (whose header holds its parent's task), the
+    agent's name and the task it works for."""
     task = record.header.get("task")
-    return str(task.get("name", "?")) if isinstance(task, dict) else "?"
+    name = str(task.get("name", "?")) if isinstance(task, dict) else "?"
+    call = record.header.get("parent_call")
+    if record.header.get("parent_session_id") and isinstance(call, dict) and call.get("agent"):
+        return f"{call['agent']} (sub-agent of {name})"
+    return name
 
 
 def _overview(records: list[SessionRecord]) -> str:
@@ -163,6 +170,9 @@ def _facts(record: SessionRecord) -> str:
     call = header.get("parent_call")
     if isinstance(call, dict) and header.get("parent_session_id"):
         facts.insert(0, ("agent", f"{call.get('agent')}, started by {header['parent_session_id']}"))
+    network = [bool(e.get("allowed")) for e in record.events if e.get("type") == "network"]
+    if network:  # DESIGN 19: every connection through the allowlist proxy
+        facts.append(("network", f"{sum(network)} allowed, {len(network) - sum(network)} refused"))
     spans = "".join(f"<span>{_e(name)}: {_e(value)}</span>" for name, value in facts)
     prompt = str(header.get("system_prompt", ""))
     return (
@@ -220,6 +230,18 @@ def _child(path: Path, depth: int, seen: set[Path]) -> str:
     if not path.is_file():
         return f'<div class="mark warning">sub-agent session {_e(path.stem)}: no log here</div>'
     return _session(read_session(path), depth, seen, nested=True)
+
+
+def _network_text(event: dict[str, Any]) -> str:
+    where = f"{event.get('method')} {event.get('host')}:{event.get('port')}"
+    if not event.get("allowed"):
+        return f"network: refused {where} ({event.get('reason')})"
+    failed = f", {event.get('reason')}" if event.get("reason") else ""
+    return (
+        f"network: allowed {where} by rule {event.get('rule')}{failed}: "
+        f"{event.get('bytes_up')} bytes up, {event.get('bytes_down')} down, "
+        f"{_secs(event.get('duration_s'))}"
+    )
 
 
 def _mark(kind: str, text: str, body: str = "") -> str:
@@ -284,8 +306,12 @@ def _event(
             if event.get(name)
         )
         return _mark("hook", text, body)
+    if kind == "network":
+        return _mark("network", _network_text(event))
     if kind == "warning":
         return _mark("warning", f"warning: {event.get('message')}")
+    if kind == "finding":
+        return _finding(event)
     if kind == "resume":
         messages = event.get("messages") or []
         body = "".join(
@@ -298,6 +324,30 @@ def _event(
     if kind == "end":
         return ""  # shown after the events
     return _mark("other", f"{kind} event", _pre(json.dumps(event, indent=2, ensure_ascii=False)))
+
+
+def _finding(event: dict[str, Any]) -> str:
+    """A `report_finding` the task accepted: where, how serious, the message and suggestion."""
+    line, end = event.get("line"), event.get("end_line")
+    where = f"{event.get('path')}:{line}" + (f"-{end}" if end not in (None, line) else "")
+    text = f"finding ({event.get('severity')}) {where}: {event.get('title')}"
+    body = _pre(str(event.get("message", "")))
+    if event.get("suggestion") is not None:
+        body += f"<div>suggested replacement:</div>{_pre(str(event.get('suggestion')))}"
+    return _mark("finding", text, body)
+
+
+def _findings_count(record: SessionRecord) -> str:
+    """`findings: 1 error, 2 warning` above the events, when the session reported any."""
+    counts: dict[str, int] = {}
+    for event in record.events:
+        if event.get("type") == "finding":
+            severity = str(event.get("severity"))
+            counts[severity] = counts.get(severity, 0) + 1
+    if not counts:
+        return ""
+    listed = ", ".join(f"{n} {severity}" for severity, n in counts.items())
+    return f'<div class="mark finding">findings: {_e(listed)}</div>'
 
 
 def _events(record: SessionRecord, depth: int, seen: set[Path]) -> Iterator[str]:
@@ -313,7 +363,8 @@ def _session(record: SessionRecord, depth: int, seen: set[Path], nested: bool = 
         f'{_e(_task_name(record))} <span class="st-{_e(status)}">{_e(status)}</span>'
         f' <span class="meta">{_e(record.session_id)}</span>'
     )
-    body = _facts(record) + "".join(_events(record, depth, seen)) + _end(record)
+    body = _facts(record) + _findings_count(record) + "".join(_events(record, depth, seen))
+    body += _end(record)
     if record.torn:
         body += '<div class="mark warning">the last line was torn (killed while writing)</div>'
     if nested:

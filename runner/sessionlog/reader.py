@@ -137,7 +137,9 @@ def rebuild_messages(record: SessionRecord) -> list[dict[str, Any]]:
 
 
 def _message(line: dict[str, Any]) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": str(line["role"]), "content": str(line["content"])}
+    # `context`: what the context kept of a message the log keeps whole (a useless cut reply).
+    content = line["context"] if isinstance(line.get("context"), str) else line["content"]
+    message: dict[str, Any] = {"role": str(line["role"]), "content": str(content)}
     for key in ("tool_calls", "tool_results"):
         if isinstance(line.get(key), list) and line[key]:
             message[key] = line[key]
@@ -160,14 +162,16 @@ def find_sessions(path: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*.jsonl") if p.is_file())
 
 
-def _task_key(record: SessionRecord) -> tuple[str, str]:
+def _task_key(record: SessionRecord) -> tuple[str, str, str]:
     """Which task a session ran: its name and its task file (relative to the checkout when the
-    log says, so that copies of one task run on different machines count as one task)."""
+    log says, so that copies of one task run on different machines count as one task), and for
+    a sample of a repeated task, which sample (DESIGN 22): each sample is resumed on its own."""
     task = record.header.get("task")
     name = str(task.get("name", "")) if isinstance(task, dict) else ""
     checkout = record.header.get("checkout")
     where = checkout.get("task_file") if isinstance(checkout, dict) else None
-    return name, str(where or record.header.get("task_file") or "")
+    sample = str(record.header.get("sample") or "") if record.header.get("of") else ""
+    return name, str(where or record.header.get("task_file") or ""), sample
 
 
 def sessions_to_resume(path: Path) -> list[Path]:
@@ -176,9 +180,17 @@ def sessions_to_resume(path: Path) -> list[Path]:
     another session there resumed is never the latest; among the rest the latest started last
     (`started_at`, then the file name). Sub-agent sessions are skipped: resuming their parent
     settles them."""
+    chosen = {r.path for r in latest_sessions(path) if status_of(r) != "passed"}
+    return [p for p in find_sessions(path) if p in chosen]
+
+
+def latest_sessions(path: Path) -> list[SessionRecord]:
+    """Per task (per sample of a repeated task) at `path`, its latest session, whatever its
+    status, in the order `find_sessions` gives: how `sessions_to_resume` chooses, and how a
+    resume reports a repeated task over all its samples."""
     records = [read_session(p) for p in find_sessions(path)]
     parents = {r.parent_id for r in records if r.parent_id}
-    latest: dict[tuple[str, str], SessionRecord] = {}
+    latest: dict[tuple[str, str, str], SessionRecord] = {}
     for record in records:
         if record.session_id in parents or record.header.get("parent_session_id"):
             continue
@@ -187,8 +199,8 @@ def sessions_to_resume(path: Path) -> list[Path]:
         known = latest.get(key)
         if known is None or order > (str(known.header.get("started_at") or ""), known.path.name):
             latest[key] = record
-    chosen = {r.path for r in latest.values() if status_of(r) != "passed"}
-    return [r.path for r in records if r.path in chosen]
+    kept = {r.path for r in latest.values()}
+    return [r for r in records if r.path in kept]
 
 
 def spilled_text(log_path: Path, event: dict[str, Any]) -> str:

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from runner.sessionlog.children import MAX_NESTING, child_log_path, indented
-from runner.sessionlog.reader import SessionRecord, read_session, spilled_text
+from runner.sessionlog.format import LogReadError
+from runner.sessionlog.reader import SessionRecord, find_sessions, read_session, spilled_text
 
 __all__ = ["export_json", "export_markdown", "show_text"]
 
@@ -151,6 +152,10 @@ def _events(record: SessionRecord, verbose: bool, depth: int = 0) -> Iterator[st
                 f"[hook {event.get('event')}{on} `{event.get('command')}`: {event.get('outcome')}, "
                 f"exit {event.get('exit_code')}]"
             ) + (f"\n{event.get('stderr') or event.get('stdout') or ''}" if verbose else "")
+        elif kind == "network":  # DESIGN 19: a connection through the allowlist proxy
+            verdict = "allowed" if event.get("allowed") else f"refused: {event.get('reason')}"
+            where = f"{event.get('method')} {event.get('host')}:{event.get('port')}"
+            yield f"[network {where} {verdict}]"
         elif kind == "resume":
             count = len(event.get("messages") or [])
             yield f"[resumed from {event.get('parent_id')} with {count} messages]"
@@ -158,10 +163,34 @@ def _events(record: SessionRecord, verbose: bool, depth: int = 0) -> Iterator[st
 
 def show_text(path: Path, verbose: bool = False, depth: int = 0) -> str:
     """A plain-text transcript; tool calls and results are one line each unless `verbose`.
-    A sub-agent's session is shown indented under the call that started it."""
+    A sub-agent's session is shown indented under the call that started it. A folder (a run's
+    `--out`, or its `sessions/`) shows each of its sessions in turn."""
+    if path.is_dir() and depth == 0:
+        return _show_folder(path, verbose)
     record = read_session(path)
     parts = ["\n".join(_header_lines(record)), *_events(record, verbose, depth), _end_line(record)]
     return "\n\n".join(parts) + "\n"
+
+
+def _show_folder(folder: Path, verbose: bool) -> str:
+    """Every session of a folder but sub-agents' (shown under their parents), oldest first."""
+    records = [read_session(path) for path in find_sessions(folder)]
+    ids = {record.session_id for record in records}
+    top = [r for r in records if r.header.get("parent_session_id") not in ids]
+    if not top:
+        raise LogReadError(folder, "no session logs here (pass a .jsonl log or a run's --out)")
+    return "\n".join(
+        f"=== {record.path.name} ===\n\n{show_text(record.path, verbose)}" for record in top
+    )
+
+
+def _one_log(path: Path, format_name: str) -> Path:
+    """`path`, which must be one log file: only the html export takes a folder."""
+    if path.is_dir():
+        raise LogReadError(
+            path, f"--format {format_name} exports one log file; only html takes a folder"
+        )
+    return path
 
 
 def _child_text(path: Path, verbose: bool, depth: int) -> str:
@@ -174,7 +203,7 @@ def _child_text(path: Path, verbose: bool, depth: int) -> str:
 
 def export_markdown(path: Path, depth: int = 0) -> str:
     """The whole session as markdown: header facts, each message, each tool call in full."""
-    record = read_session(path)
+    record = read_session(_one_log(path, "markdown") if depth == 0 else path)
     lines = [f"# Session {record.session_id}", ""]
     lines += [
         f"- {line.split(maxsplit=1)[0]}: {line.split(maxsplit=1)[1]}"
@@ -231,7 +260,7 @@ def _fenced(text: str, language: str = "") -> str:
 def export_json(path: Path) -> str:
     """One JSON document: the header, every event (spilled results inlined) and the end; a
     sub_agent call's event holds its child's document under `child`."""
-    return json.dumps(_document(path, 0), indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(_document(_one_log(path, "json"), 0), indent=2, ensure_ascii=False) + "\n"
 
 
 def _document(path: Path, depth: int) -> dict[str, Any]:

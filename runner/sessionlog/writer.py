@@ -15,8 +15,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, Literal
 
-from runner.outcome import Status, Totals
+from runner.outcome import Finding, Status, Totals
 from runner.redact import Redactor
+from runner.sessionlog.events import EventStream
 from runner.sessionlog.files import save_prompt, spill
 from runner.sessionlog.format import (
     Clock,
@@ -61,6 +62,7 @@ class SessionLogWriter:
         result_cap_bytes: int,
         preview_bytes: int,
         clock: Clock,
+        events: EventStream | None = None,
     ) -> None:
         self.out_dir = out_dir
         """The artifacts folder (`--out`)."""
@@ -80,6 +82,10 @@ class SessionLogWriter:
         self._tool_calls = 0
         self._checks = 0
         self._ended = False
+        self._events = events
+        """`--events`: each line written is streamed there too, as written (masked)."""
+        task = header.get("task")
+        self._task_name = str(task.get("name", "")) if isinstance(task, Mapping) else ""
 
     @classmethod
     def create(
@@ -91,6 +97,7 @@ class SessionLogWriter:
         result_cap_bytes: int = DEFAULT_RESULT_CAP_BYTES,
         preview_bytes: int = DEFAULT_PREVIEW_BYTES,
         clock: Clock | None = None,
+        events: EventStream | None = None,
     ) -> SessionLogWriter:
         """Start a log: save the prompt under its hash, create the file and write the header.
 
@@ -135,6 +142,7 @@ class SessionLogWriter:
             result_cap_bytes=result_cap_bytes,
             preview_bytes=preview_bytes,
             clock=clock,
+            events=events,
         )
         try:
             writer._write(line, keep=("session_id", "parent_id"))
@@ -157,16 +165,21 @@ class SessionLogWriter:
         *,
         tool_calls: Sequence[Mapping[str, Any]] | None = None,
         tool_results: Sequence[Mapping[str, Any]] | None = None,
+        context: str | None = None,
     ) -> None:
         """A message added to the context: the task prompt, a reply, tool results, a resume note.
         Native mode: an assistant message's `tool_calls` (`{id, name, arguments}`), a user
-        message's `tool_results` (`{id, name, content, is_error}`), kept for resume."""
+        message's `tool_results` (`{id, name, content, is_error}`), kept for resume. `context`:
+        what the context kept instead of the whole `content` (a useless cut reply's head and
+        tail), when it differs."""
         if role not in ("user", "assistant"):
             raise ValueError(f"message role must be user or assistant, not {role!r}")
-        native = {"tool_calls": list(tool_calls)} if tool_calls else {}
+        extra: dict[str, Any] = {"tool_calls": list(tool_calls)} if tool_calls else {}
         if tool_results:
-            native["tool_results"] = list(tool_results)
-        self._event("message", role=role, content=content, turn=turn, **native)
+            extra["tool_results"] = list(tool_results)
+        if context is not None:
+            extra["context"] = context
+        self._event("message", role=role, content=content, turn=turn, **extra)
 
     def model_call(
         self,
@@ -311,6 +324,15 @@ class SessionLogWriter:
             stderr=stderr,
         )
 
+    def network(self, *, turn: int, **fields: Any) -> None:
+        """One connection through the network allowlist's proxy (DESIGN 19): `host`, `port`,
+        `allowed`, `method`, `rule`, `reason`, `bytes_up`, `bytes_down`, `duration_s`."""
+        self._event("network", turn=turn, **fields)
+
+    def finding(self, finding: Finding, turn: int) -> None:
+        """One accepted `report_finding` call (DESIGN 21), as the reports will show it."""
+        self._event("finding", turn=turn, **finding.as_json())
+
     def warning(self, message: str) -> None:
         """Something the operator should know that did not stop the session (e.g. resume drift)."""
         self._event("warning", message=message)
@@ -382,6 +404,8 @@ class SessionLogWriter:
             self._handle.flush()
         except OSError as error:
             raise LogWriteError(self.path, error) from error
+        if self._events is not None:
+            self._events.record(self._task_name, self.session_id, text)
 
     def _spill(self, folder: str, number: int, text: str) -> tuple[str, str | None, int]:
         """(text or its preview, reference of the spill file or None, size in UTF-8 bytes)."""

@@ -15,9 +15,10 @@ from runner.task.agents import (
 )
 from runner.task.duration import parse_duration
 from runner.task.hooks import Hook, Hooks, ToolHook, parse_config_hooks
-from runner.task.loader import Task, discover_task_files, load_tasks
+from runner.task.loader import Task, load_tasks
 from runner.task.model import (
     Expect,
+    FindingsSpec,
     Limits,
     Require,
     Success,
@@ -26,11 +27,13 @@ from runner.task.model import (
 )
 from runner.task.permissions import Permissions, Rule, parse_rule, unmatched_rules
 from runner.task.sandbox import writable_problems
+from runner.task.yamlsource import discover_task_files
 
 __all__ = [
     "AgentLimits",
     "AgentSpec",
     "Expect",
+    "FindingsSpec",
     "Hook",
     "Hooks",
     "Limits",

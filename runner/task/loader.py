@@ -5,29 +5,27 @@ Every problem is reported as `file:line:column: field: message (hint)`, all at o
 
 from __future__ import annotations
 
-import glob
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from runner.errors import ConfigError, Problem, TaskFileError
+from runner.errors import Problem, TaskFileError
 from runner.llm import spec_problem
 from runner.mcp import WORKSPACE, ExtensionConfig, overlay, workspace_extension
 from runner.task.agents import config_agent_layer
 from runner.task.interpolate import MissingVariable, fill_params, interpolate_env, placeholders
 from runner.task.model import SuiteSpec, TaskSpec
-from runner.task.problems import REFERENCE_HINT, explain_errors
-from runner.task.sandbox import writable_problems
+from runner.task.problems import REFERENCE_HINT, explain_errors, without_bad_keys
+from runner.task.sandbox import network_problems, writable_problems
 from runner.task.secrets import declared_secrets, extension_secrets
 from runner.task.toolcheck import static_unmatched
 from runner.task.yamlsource import Located, Path_, YamlError, load_located
 
-__all__ = ["Task", "discover_task_files", "load_tasks"]
+__all__ = ["Task", "load_tasks"]
 
-TASK_SUFFIXES = (".yaml", ".yml")
 _TEMPLATED_FIELDS = ("prompt", "description")
 
 
@@ -56,6 +54,17 @@ class Task:
     isolated: Mapping[str, str] = field(default_factory=dict)
     """Set while the task runs in a git worktree (runner.run.session.isolation): the original
     `workdir`, `head`, `patch` (relative to --out) and `worktree`; empty otherwise."""
+    where: Callable[[Path_], tuple[int, int]] | None = field(default=None, compare=False)
+    """Line and column of a key path of the task (or of the suite default that set it)."""
+    sample: int = 0
+    """With `repeat: K` (DESIGN 22): which of the task's K samples this is, from 1; 0 otherwise."""
+    of: int = 0
+    """With `repeat: K`: K, the task's number of samples; 0 for a task that is not repeated."""
+
+    @property
+    def label(self) -> str:
+        """The name as the console shows it: `name [i/K]` for a sample of a repeated task."""
+        return f"{self.name} [{self.sample}/{self.of}]" if self.of else self.name
 
     @property
     def prompt(self) -> str:
@@ -74,28 +83,6 @@ class Task:
         return data
 
 
-def discover_task_files(patterns: Iterable[str]) -> list[Path]:
-    """Task files from files, directories (searched recursively) and globs, in a stable order."""
-    found: dict[Path, None] = {}
-    for pattern in patterns:
-        path = Path(pattern)
-        if path.is_dir():
-            matches = sorted(p for p in path.rglob("*") if p.suffix in TASK_SUFFIXES)
-            if not matches:
-                raise ConfigError(f"{pattern}: no .yaml or .yml task files in this directory")
-        elif path.exists():
-            matches = [path]
-        else:
-            # glob.glob, not Path.glob: users pass absolute patterns too.
-            matches = sorted(Path(p) for p in glob.glob(pattern, recursive=True))  # noqa: PTH207
-            matches = [p for p in matches if p.is_file()]
-            if not matches:
-                raise ConfigError(f"{pattern}: no such task file, directory or glob match")
-        for match in matches:
-            found.setdefault(match.resolve(), None)
-    return list(found)
-
-
 def load_tasks(
     files: Iterable[Path],
     *,
@@ -103,8 +90,10 @@ def load_tasks(
     config_extensions: Mapping[str, Mapping[str, Any]] | None = None,
     env: Mapping[str, str] | None = None,
     config_agents: Mapping[str, Any] | None = None,
+    problems: list[Problem] | None = None,
 ) -> list[Task]:
-    """Load and resolve every task of `files`; raise TaskFileError listing every problem found."""
+    """Load and resolve every task of `files`; raise TaskFileError listing every problem found,
+    or with `problems` (`validate`), add them there and return even tasks with problems."""
     loader = _Loader(dict(params or {}), dict(config_extensions or {}), dict(env or {}))
     loader.config_agents = config_agent_layer(config_agents or {}, loader.problems)
     tasks: list[Task] = []
@@ -112,7 +101,9 @@ def load_tasks(
         tasks.extend(loader.load_file(path))
     loader.check_unique_names(tasks)
     loader.check_params_declared()
-    if loader.problems:
+    if problems is not None:
+        problems.extend(loader.problems)
+    elif loader.problems:
         raise TaskFileError(loader.problems)
     return tasks
 
@@ -198,7 +189,10 @@ class _Loader:
             spec = TaskSpec.model_validate(merged)
         except ValidationError as exc:
             self._report(path, located, exc, at, TaskSpec, raw)
-            return []
+            lenient = without_bad_keys(merged, exc, TaskSpec)
+            if lenient is None:
+                return []
+            spec = lenient
         self.declared.update(spec.params)
         values = {k: str(v) for k, v in spec.params.items()}
         values.update({k: v for k, v in self.params.items() if k in spec.params})
@@ -245,6 +239,8 @@ class _Loader:
             for index, message, hint in found:
                 where = _own(at, raw, ("sandbox", "writable", index))
                 self.problem(path, located, where, message, hint)
+        for key, message, hint in network_problems(spec.sandbox.network):
+            self.problem(path, located, _own(at, raw, ("sandbox", "network", *key)), message, hint)
         extensions, secrets = self._extensions(path, located, at, spec, workdir)
         if spec.model and (bad := spec_problem(spec.model)):
             self.problem(path, located, _own(at, raw, ("model",)), *bad)
@@ -264,6 +260,7 @@ class _Loader:
                 params=values,
                 secrets=tuple(dict.fromkeys(secrets.values())),
                 named_secrets=secrets,
+                where=lambda key: located.where(_own(at, raw, key)),
             )
         ]
 

@@ -16,6 +16,7 @@ from runner.task.permissions import Permissions
 
 __all__ = [
     "Expect",
+    "FindingsSpec",
     "Limits",
     "Require",
     "Success",
@@ -104,6 +105,13 @@ class Success(_Strict):
     """What the agent must have done; a miss fails the task as `requirement`, with no retry."""
 
 
+class FindingsSpec(_Strict):
+    """`findings:` (DESIGN 21): the agent reports review findings with `report_finding`."""
+
+    fail_on: Literal["error", "warning", "note", "never"] | None = None
+    """A finding at or above this severity fails the task; `--fail-on` overrides it."""
+
+
 class TaskSpec(_Strict):
     """One task as written in a file (after suite defaults are merged in)."""
 
@@ -148,9 +156,20 @@ class TaskSpec(_Strict):
     """Sub-agents the task may start with the `sub_agent` tool (runner.task.agents)."""
     sandbox: SandboxSettings = SandboxSettings()
     """How commands, hooks and the check are confined; keys set here override the config's."""
+    repeat: int = Field(1, ge=1, le=1000)  # runner.report.repeats.MAX_REPEAT
+    """Run the task this many times, as samples with a pass rate (DESIGN 22); `--repeat` wins."""
     check_env: list[str] = Field(default_factory=list)
     """Names of the runner's environment variables the success check and the hooks get, beyond
     the minimal environment that commands get."""
+    findings: FindingsSpec | None = None
+    """`true` (or a mapping): offer `report_finding`; the findings go to SARIF and the reports."""
+
+    @field_validator("findings", mode="before")
+    @classmethod
+    def _findings_switch(cls, value: Any) -> Any:
+        if isinstance(value, bool):  # `findings: true` is `findings: {}`, `false` is none
+            return {} if value else None
+        return value
 
     @field_validator("agents")
     @classmethod

@@ -8,16 +8,21 @@ from __future__ import annotations
 
 import difflib
 import typing
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from runner.task.yamlsource import Path_
 
-__all__ = ["REFERENCE_HINT", "explain_errors"]
+__all__ = ["REFERENCE_HINT", "explain_errors", "without_bad_keys"]
 
 REFERENCE_HINT = "see the task file reference in the README"
 _UNION_MEMBERS = {"str": "text", "int": "an integer", "float": "a number", "bool": "true/false"}
+_NEEDED_KEYS = frozenset({"name", "prompt", "workdir", "params"})
+"""Keys a task cannot be checked further without: the rest can be left out once reported."""
+
+Model = TypeVar("Model", bound=BaseModel)
+
 _PLAIN = {
     "model_type": "expected a mapping (key: value)",
     "model_attributes_type": "expected a mapping (key: value)",
@@ -45,6 +50,21 @@ def explain_errors(exc: ValidationError, model: type[BaseModel]) -> list[tuple[P
         for detail, _ in errors:
             found.append((loc, *_explain(detail["type"], detail["msg"], loc, model)))
     return found
+
+
+def without_bad_keys(
+    data: dict[str, Any], exc: ValidationError, model: type[Model]
+) -> Model | None:
+    """`data` without the keys whose values were reported bad, so that the later checks
+    (workdir, tools, skills, permission rules) still report their problems in the same run;
+    None when too much is missing for that."""
+    bad = {str(error["loc"][0]) for error in exc.errors() if error["loc"]}
+    if not bad or bad & _NEEDED_KEYS:
+        return None
+    try:
+        return model.model_validate({k: v for k, v in data.items() if k not in bad})
+    except ValidationError:
+        return None
 
 
 def _explain(kind: str, msg: str, loc: Path_, model: type[BaseModel]) -> tuple[str, str]:

@@ -1,10 +1,26 @@
-"""Checks of a task's `sandbox.writable` folders, made when the task file is loaded."""
+"""Checks of a task's `sandbox.writable` folders and `sandbox.network` hosts, made when the task
+file is loaded."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["writable_problems"]
+from runner.workspace import rule_problems
+
+__all__ = ["network_problems", "writable_problems"]
+
+_HOST_HINT = "write hosts such as pypi.org, '*.npmjs.org', 'github.com:443' or '[::1]:8080'"
+
+
+def network_problems(network: bool | tuple[str, ...]) -> list[tuple[tuple[int, ...], str, str]]:
+    """`(key, message, hint)` per bad host of a `sandbox.network` list (DESIGN 19); the key is
+    `(index,)`, or `()` for the list itself (an empty one)."""
+    if not isinstance(network, tuple):
+        return []
+    return [
+        ((index,) if index >= 0 else (), message, _HOST_HINT)
+        for index, message in rule_problems(network)
+    ]
 
 
 def writable_problems(

@@ -2,17 +2,25 @@
 
 Task files need errors that point at `file:line:column`; PyYAML's constructed data forgets where
 each value came from, so this module builds the data from the node tree itself and remembers the
-marks. It also refuses duplicate keys, alias bombs, absurd nesting and Python tags.
+marks. It also refuses duplicate keys, alias bombs, absurd nesting and Python tags. And it finds
+the task files a command line names (`discover_task_files`).
 """
 
 from __future__ import annotations
 
+import glob
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import yaml
 
-__all__ = ["Located", "Path_", "YamlError", "load_located"]
+from runner.errors import ConfigError
+
+__all__ = ["TASK_SUFFIXES", "Located", "Path_", "YamlError", "discover_task_files", "load_located"]
+
+TASK_SUFFIXES = (".yaml", ".yml")
 
 Path_ = tuple[str | int, ...]
 """A path into the data: mapping keys and list indexes."""
@@ -95,15 +103,25 @@ def _error(node: yaml.Node, message: str, hint: str) -> YamlError:
     return YamlError(message, node.start_mark.line + 1, node.start_mark.column + 1, hint)
 
 
+def _syntax_error(exc: yaml.MarkedYAMLError) -> YamlError:
+    """PyYAML's own words, at the start of what is broken: for an unterminated quote that is
+    where the quote opens (its context), not the end of the file where PyYAML gave up."""
+    problem = exc.problem or "syntax error"
+    mark, context = exc.problem_mark, exc.context_mark
+    if context is not None and exc.context and (mark is None or mark.line != context.line):
+        found = f" (at line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = f"{exc.context}: {problem}{found}"
+        mark = context
+    line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    return YamlError(f"not valid YAML: {problem}", line, column, "fix the syntax here")
+
+
 def load_located(text: str) -> Located | None:
     """Parse one YAML document; None for an empty document. Raises YamlError."""
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        problem = exc.problem or exc.context or "syntax error"
-        raise YamlError(f"not valid YAML: {problem}", line, column, "fix the syntax here") from None
+        raise _syntax_error(exc) from None
     except yaml.YAMLError as exc:
         raise YamlError(f"not valid YAML: {exc}", 1, 1, "fix the syntax") from None
     except RecursionError:
@@ -120,3 +138,25 @@ def load_located(text: str) -> Located | None:
     except RecursionError:
         raise YamlError("nesting too deep", 1, 1, "flatten the file") from None
     return Located(data, builder.marks)
+
+
+def discover_task_files(patterns: Iterable[str]) -> list[Path]:
+    """Task files from files, directories (searched recursively) and globs, in a stable order."""
+    found: dict[Path, None] = {}
+    for pattern in patterns:
+        path = Path(pattern)
+        if path.is_dir():
+            matches = sorted(p for p in path.rglob("*") if p.suffix in TASK_SUFFIXES)
+            if not matches:
+                raise ConfigError(f"{pattern}: no .yaml or .yml task files in this directory")
+        elif path.exists():
+            matches = [path]
+        else:
+            # glob.glob, not Path.glob: users pass absolute patterns too.
+            matches = sorted(Path(p) for p in glob.glob(pattern, recursive=True))  # noqa: PTH207
+            matches = [p for p in matches if p.is_file()]
+            if not matches:
+                raise ConfigError(f"{pattern}: no such task file, directory or glob match")
+        for match in matches:
+            found.setdefault(match.resolve(), None)
+    return list(found)

@@ -148,10 +148,11 @@ def _lines_beneath(root: Path, rel: str, max_file_bytes: int) -> list[str] | Non
 
 
 def _rg_args(max_file_bytes: int, file_pattern: str | None) -> list[str]:
-    # The Python backend's rules: every .gitignore from the root down (even outside a git
-    # repository), no other ignore files, hidden files searched, .git never, symlinks not followed.
+    # The Python backend's rules: every .gitignore from the repository's root down (even outside
+    # a git repository, from the root down), the repository's .git/info/exclude, no other ignore
+    # files, hidden files searched, .git never, symlinks not followed.
     args = ["--json", "--no-config", "--context", "1", "--sort", "path", "--hidden"]
-    args += ["--no-require-git", "--no-ignore-dot", "--no-ignore-global", "--no-ignore-exclude"]
+    args += ["--no-require-git", "--no-ignore-dot", "--no-ignore-global"]
     args += ["--max-filesize", str(max_file_bytes), "--glob", "!.git"]
     if file_pattern and "/" not in file_pattern:
         # A type, not --glob: a glob would override .gitignore, which the pattern must not.

@@ -21,8 +21,8 @@ if TYPE_CHECKING or __name__ != "__main__":
     from runner.workspace.fs import open_beneath, walk_entries
 else:
     # Run as a script (`python -I search_worker.py`): importing the package would import its face
-    # and pydantic, 0.2 s per search. tree.py needs only pathspec, beneath and confined_read
-    # (standard library): load them by their paths, under their own names, so that the imports
+    # and pydantic, 0.2 s per search. tree.py needs only pathspec, beneath, confined_read and
+    # repo_ignore: load them by their paths, under their own names, so that the imports
     # find them in sys.modules and never import the package.
     import importlib.util
     from types import ModuleType
@@ -37,6 +37,7 @@ else:
 
     open_beneath = _load("runner.workspace.fs.beneath", "beneath.py").open_beneath
     _load("runner.workspace.fs.confined_read", "confined_read.py")
+    _load("runner.workspace.fs.repo_ignore", "repo_ignore.py")
     walk_entries = _load("_tree", "tree.py").walk_entries
 
 __all__ = ["main", "search"]

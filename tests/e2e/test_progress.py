@@ -71,6 +71,51 @@ def test_a_task_waiting_on_the_model_prints_heartbeat_lines(tmp_path: Path) -> N
     assert "turn=0 tokens=0 cost=$0.0000" in beats[0], beats[0]
 
 
+def test_the_heartbeat_says_what_is_in_flight_and_the_tokens_streamed_so_far(
+    tmp_path: Path,
+) -> None:
+    # A slow reply: each piece of the stream waits until the test has seen a heartbeat that
+    # counts the pieces before it (DESIGN 23: the heartbeat said `turn=0 tokens=0` for minutes).
+    text = call("attempt_completion", result="x" * 600)
+    server = FakeModelServer([fault("drip", text=text, chunks=4)]).start()
+    seen: list[int] = []
+    try:
+        run = start(Scenario(task=NO_WORKSPACE, env=FAST_BEAT), tmp_path, server)
+        try:
+            assert server.wait_for_stall(timeout=30), "the model call never started streaming"
+            for _ in range(3):
+                server.drip()
+                wait_until(
+                    lambda: _streamed(_stdout(tmp_path)) > (seen[-1] if seen else 0),
+                    timeout=30,
+                    what="a heartbeat counting more streamed tokens",
+                )
+                seen.append(_streamed(_stdout(tmp_path)))
+        finally:
+            server.release()
+        done = run.wait()
+    finally:
+        server.stop()
+    assert done.code == 0, done.explain()
+    assert seen == sorted(seen) and len(set(seen)) == 3, seen
+    beat = next(line for line in heartbeats(done.stdout) if "tokens streamed" in line)
+    assert "in flight: model call" in beat, beat
+
+
+def _stdout(root: Path) -> str:
+    return (root / "stdout.txt").read_text(encoding="utf-8", errors="replace")
+
+
+def _streamed(stdout: str) -> int:
+    """The tokens streamed that the latest heartbeat counts (0 before any)."""
+    counts = [
+        int(line.rsplit("~", 1)[1].split()[0])
+        for line in heartbeats(stdout)
+        if "tokens streamed" in line
+    ]
+    return counts[-1] if counts else 0
+
+
 def test_under_output_json_heartbeats_go_to_stderr_and_stdout_stays_one_document(
     tmp_path: Path,
 ) -> None:

@@ -74,6 +74,7 @@ SCENARIOS = {
     "allow": Scenario(
         task={"permissions": {"allow": ["execute_command(echo *)"]}},
         steps=[
+            tool_reply("execute_command", command="echo ok"),
             tool_reply("execute_command", command="echo ok > a.txt"),
             tool_reply("execute_command", command="echo ok && touch b.txt"),
             complete(),
@@ -181,9 +182,12 @@ def test_a_deny_rule_blocks_git_push_while_git_status_runs(runs):
 
 def test_an_allow_rule_refuses_every_command_it_does_not_match(runs):
     done = runs["allow"]
-    allowed, refused = _results(done)
+    allowed, redirected, listed = _results(done)
     assert not allowed["is_error"]
-    assert refused["is_error"] and "permissions.allow" in refused["result"]
+    # DESIGN 18: `echo *` matches no command with a redirection or a list in it.
+    for refused in (redirected, listed):
+        assert refused["is_error"] and "single simple command" in refused["result"]
+    assert not (done.root / "w" / "a.txt").exists()
     assert not (done.root / "w" / "b.txt").exists()
 
 
@@ -205,7 +209,8 @@ def test_a_rule_naming_no_mcp_tool_stops_the_run_with_exit_2(runs):
 def test_validate_refuses_a_rule_that_matches_no_tool(runs):
     done = runs["validate_typo"]
     assert done.code == 2, done.explain()
-    assert "t.yaml:1:1: permissions.deny[0]:" in done.stderr
+    assert "t.yaml:6:5: permissions.deny[0]:" in done.stderr
+    assert "did you mean 'execute_command'?" in done.stderr
     assert "execute_comand(git push*)" in done.stderr
 
 

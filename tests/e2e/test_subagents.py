@@ -24,6 +24,7 @@ from tests.e2e.conftest import (
     call,
     clean_env,
     complete,
+    default_args,
     log_schema_errors,
     start,
 )
@@ -72,8 +73,18 @@ def run(module_dir: Path) -> tuple[Done, FakeModelServer]:
     }
     files = {"app.py": "@app.get('/items')\ndef items(): ...\n"}
     with FakeModelServer(steps, routes=routes) as server:
-        done = start(Scenario(task=task, files=files), module_dir, server).wait()
+        scenario = Scenario(task=task, files=files, args=default_args("-v"))
+        done = start(scenario, module_dir, server).wait()
     return done, server
+
+
+def test_with_v_each_sub_agents_turns_show_under_its_parent(
+    run: tuple[Done, FakeModelServer],
+) -> None:
+    done, _ = run
+    turns = [line.split()[1:4] for line in done.stdout.splitlines() if line.startswith("TURN")]
+    assert ["t", ">", "reader"] in turns and ["t", ">", "writer"] in turns, done.stdout
+    assert any(turn[:2] == ["t", "turn=1"] for turn in turns), done.stdout  # the parent's own
 
 
 def parent_and_children(done: Done) -> tuple[SessionRecord, dict[str, SessionRecord]]:

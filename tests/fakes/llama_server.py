@@ -10,16 +10,23 @@ with what llama.cpp's `llama-server` adds around it:
   hold the headers back until the prompt is taken), or with `error_in_stream` an error event
   inside a 200 stream (older versions, and proxies that start streaming at once).
 
+With `flavour="llama-cpp-python"` it behaves like llama-cpp-python's server (0.3.x) instead,
+measured against the real one (DESIGN section 23): no `/props` (404), nothing about the window
+in `/v1/models`; a reply generates until `max_tokens` or the window is full, whichever comes
+first, and stops at `length` (with the usage it reports); and a prompt over the window raises
+inside the stream: a 200 whose stream ends with no event, no finish reason and no error text.
+
 Every chat request is recorded with its prompt size and `max_tokens` (`LlamaServer.seen`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from tests.fakes.model_server import (
     FakeModelServer,
@@ -29,7 +36,9 @@ from tests.fakes.model_server import (
     _State,
 )
 
-__all__ = ["LlamaServer", "Seen", "prompt_chars"]
+__all__ = ["Flavour", "LlamaServer", "Seen", "prompt_chars"]
+
+Flavour = Literal["llama.cpp", "llama-cpp-python"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +67,7 @@ class _LlamaState(_State):
     n_ctx: int = 8192
     chars_per_token: float = 4.0
     error_in_stream: bool = False
+    flavour: Flavour = "llama.cpp"
     seen: list[Seen] = field(default_factory=list)
 
     def take(self, request: RecordedRequest) -> Step | None:
@@ -72,7 +82,7 @@ class _LlamaHandler(_Handler):
         state = self.server.state
         assert isinstance(state, _LlamaState)
         path = self.path.split("?", 1)[0]
-        if path == "/props":
+        if path == "/props" and state.flavour == "llama.cpp":
             self._json(200, _props(state.n_ctx))
         elif path in ("/v1/models", "/models"):
             entry = {"id": "local.gguf", "object": "model", "owned_by": "llamacpp"}
@@ -103,6 +113,15 @@ class _LlamaHandler(_Handler):
         self._answer(sent)
 
     def _overflow(self, state: _LlamaState, tokens: int, stream: bool) -> None:
+        if state.flavour == "llama-cpp-python" and stream:
+            # The exception is raised in the stream's generator: the body just ends.
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+            return
         error = {
             "code": 400,
             "message": f"request ({tokens} tokens) exceeds the available context size"
@@ -121,6 +140,32 @@ class _LlamaHandler(_Handler):
         self._chunk(f"data: {json.dumps({'error': error})}\n\n".encode())
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+
+def _generating(
+    script: Callable[[Any], Step], n_ctx: int, chars_per_token: float
+) -> Callable[[Any], Step]:
+    """`script` with generation as a server does it: a reply longer than `max_tokens`, or than
+    the room the window leaves, is cut there and stops at `length`; usage counts the prompt."""
+
+    def answer(body: Any) -> Step:
+        step = script(body)
+        prompt = math.ceil(prompt_chars(body) / chars_per_token)
+        asked = body.get("max_tokens", body.get("max_completion_tokens"))
+        room = n_ctx - prompt
+        if isinstance(asked, int):
+            room = min(room, asked)
+        wanted = step.output_tokens
+        if wanted is None:
+            wanted = math.ceil(len(step.text) / chars_per_token)
+        if wanted > room:
+            text = step.text[: int(room * chars_per_token)]
+            return dataclasses.replace(
+                step, text=text, input_tokens=prompt, output_tokens=room, stop_reason="length"
+            )
+        return dataclasses.replace(step, input_tokens=prompt, output_tokens=wanted)
+
+    return answer
 
 
 def _props(n_ctx: int) -> dict[str, Any]:
@@ -143,9 +188,12 @@ class LlamaServer(FakeModelServer):
         n_ctx: int = 8192,
         chars_per_token: float = 4.0,
         error_in_stream: bool = False,
+        flavour: Flavour = "llama.cpp",
     ) -> None:
         """`script(body)` answers each chat request that fits."""
         super().__init__()
+        if flavour == "llama-cpp-python":
+            script = _generating(script, n_ctx, chars_per_token)
         state = _LlamaState(
             self._state.steps,
             None,
@@ -153,6 +201,7 @@ class LlamaServer(FakeModelServer):
             n_ctx=n_ctx,
             chars_per_token=chars_per_token,
             error_in_stream=error_in_stream,
+            flavour=flavour,
         )
         self._serve_with(state, _LlamaHandler)
 

@@ -63,6 +63,7 @@ Fault = Literal[
     "cut",  # stream ends cleanly before its final event
     "drop",  # connection closed mid-stream, no chunked terminator
     "stall",  # stream stops after its first event until `release()` or shutdown
+    "drip",  # each event after the first waits for a `drip()` (or `release()`, or shutdown)
     "stream_error",  # an error event inside a 200 stream (Anthropic: overloaded_error)
     "no_usage",  # stream and body carry no usage at all (llama.cpp style)
 ]
@@ -169,6 +170,7 @@ class _State:
     hold_timeouts: int = 0
     released: threading.Event = field(default_factory=threading.Event)
     stalled: threading.Event = field(default_factory=threading.Event)
+    dripped: threading.Event = field(default_factory=threading.Event)
     connections: set[socket.socket] = field(default_factory=set)
     accepted: int = 0
     cache: PromptCache | None = None
@@ -271,6 +273,10 @@ class FakeModelServer:
     def release(self) -> None:
         """Let stalled streams go on (they also end at shutdown)."""
         self._state.released.set()
+
+    def drip(self) -> None:
+        """Let a dripping stream (`fault="drip"`) send its next event."""
+        self._state.dripped.set()
 
     def wait_for_stall(self, timeout: float = 5.0) -> bool:
         """Block until a stream has stalled; False after `timeout` seconds."""
@@ -443,6 +449,8 @@ class _Handler(BaseHTTPRequestHandler):
             if step.fault == "stall" and index == 1:
                 self.server.state.stalled.set()
                 self.server.state.released.wait()
+            if step.fault == "drip" and index >= 1:
+                self._wait_for_drip()
             if step.fault in ("cut", "drop") and index == cut_at:
                 break
             self._chunk(event)
@@ -454,6 +462,14 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.state.hold(step, step.hold_end_until)
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+    def _wait_for_drip(self) -> None:
+        state = self.server.state
+        state.stalled.set()
+        while not state.released.is_set():
+            if state.dripped.wait(0.05):
+                state.dripped.clear()
+                return
 
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")

@@ -204,20 +204,22 @@ def test_a_log_that_becomes_unwritable_mid_session_ends_the_run_with_exit_4(
     assert [e["type"] for e in record.events] == ["message", "message", "model_call", "message"]
 
 
-def test_an_out_folder_under_a_regular_file_exits_4_naming_the_path(runs: dict[str, Done]) -> None:
+def test_an_out_folder_under_a_regular_file_exits_2_before_any_task_naming_the_path(
+    runs: dict[str, Done],
+) -> None:
+    # Checked before any task starts (issue 28): nothing ran, so no JUnit either.
     done = runs["out_under_file"]
-    assert done.code == 4, done.explain()
-    assert "blocker" in done.stdout + done.stderr
+    assert done.code == 2, done.explain()
+    assert "--out blocker/OUT: cannot create or write this folder" in done.stderr
+    assert "START" not in done.stdout and not done.requests
     assert "Traceback" not in done.stderr
-    # JUnit was asked for elsewhere, so it still says what happened.
-    case = (done.root / "junit.xml").read_text(encoding="utf-8")
-    assert "<error" in case and "blocker" in case
+    assert not (done.root / "junit.xml").exists()
 
 
-def test_unwritable_out_and_junit_exit_4_with_one_clear_error(runs: dict[str, Done]) -> None:
+def test_unwritable_out_and_junit_exit_2_with_one_clear_error(runs: dict[str, Done]) -> None:
     done = runs["out_and_junit_under_file"]
-    assert done.code == 4, done.explain()
-    assert "blocker" in done.stderr
+    assert done.code == 2, done.explain()
+    assert done.stderr.count("blocker") == 1
     assert "Traceback" not in done.stderr
 
 

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from runner.outcome import Totals
+from runner.outcome import Finding, Totals
 from runner.redact import Redactor
 from runner.sessionlog import Header, SessionLogWriter
 from runner.toolcall.spec import ToolSpec
@@ -169,6 +169,10 @@ def all_events(out: Path, *, golden: bool) -> SessionLogWriter:
     )
     w.message("user", f"<result tool='read_file'>line 0: token={SECRET} ok ...</result>", 1)
     w.warning(f"the tool list changed since the parent session (key {SECRET})")
+    w.finding(
+        Finding("src/app.py", 3, 4, "warning", "Key in code", f"key {SECRET}", "x = 1\n", "f0"),
+        1,
+    )
     w.compaction(
         2,
         kind="clear_tool_results",
@@ -208,6 +212,18 @@ def all_events(out: Path, *, golden: bool) -> SessionLogWriter:
         stdout=f"sent (token={SECRET})",
         stderr="",
         turn=2,
+    )
+    w.network(
+        turn=2,
+        host=f"{SECRET}.exfil.example",  # a command tried to leak a secret in a name
+        port=443,
+        allowed=False,
+        method="CONNECT",
+        rule=None,
+        reason="not in the allowlist",
+        bytes_up=0,
+        bytes_down=0,
+        duration_s=0.002,
     )
     w.end(
         "passed",

@@ -127,3 +127,29 @@ def test_only_html_takes_a_folder(run_cli, tmp_path):
     result = run_cli("log", "export", "--format", "markdown", str(tmp_path / "run"))
     assert result.returncode == 2
     assert "--format markdown exports one log file; only html takes a folder" in result.stderr
+
+
+def test_findings_show_on_their_task_escaped_and_masked(tmp_path):
+    from runner.outcome import Finding
+    from runner.sessionlog import export_html
+
+    writer = create(tmp_path / "run", "review", golden=False)
+    hostile = Finding(
+        "src/<b>x.py",
+        3,
+        5,
+        "error",
+        '<script>alert("t")</script>',
+        f"key {SECRET} & <img src=x>",
+        "</pre><script>1</script>",
+        "fp",
+    )
+    writer.finding(hostile, 1)
+    writer.finding(Finding("a.py", 1, 1, "note", "Nit", "n", None, "fp2"), 1)
+    writer.end("passed", "done", Totals(turns=1))
+    html = export_html(writer.path)
+    assert SECRET not in html and "<script>" not in html and "<img" not in html
+    assert "findings: 1 error, 1 note" in html
+    assert "finding (error) src/&lt;b&gt;x.py:3-5: &lt;script&gt;" in html
+    assert "suggested replacement:" in html and "&lt;/pre&gt;&lt;script&gt;1" in html
+    assert "finding (note) a.py:1: Nit" in html

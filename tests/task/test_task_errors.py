@@ -22,10 +22,11 @@ def problems(path: Path, **kwargs) -> list[str]:
     return [str(p) for p in caught.value.problems]
 
 
-def test_malformed_yaml_points_at_the_line(tmp_path):
+def test_malformed_yaml_points_at_where_the_unclosed_bracket_opens(tmp_path):
     path = write(tmp_path, "prompt: hi\nlimits: {max_turns: 3\n")
     [message] = problems(path)
-    assert message.startswith(f"{path}:3:")
+    assert message.startswith(f"{path}:2:9:")
+    assert "while parsing a flow mapping" in message and "(at line 3, column 1)" in message
     assert "not valid YAML" in message and "(fix the syntax here)" in message
 
 
@@ -196,3 +197,22 @@ def test_a_bad_sandbox_mode_is_a_file_line_error(tmp_path):
     path = write(tmp_path, "prompt: hi\nsandbox: {mode: sometimes}\n")
     [message] = problems(path)
     assert message.startswith(f"{path}:2:") and "sandbox.mode" in message
+
+
+def test_bad_network_hosts_are_file_line_errors_that_say_how_to_write_them(tmp_path):
+    path = write(
+        tmp_path,
+        "prompt: hi\nsandbox:\n  network:\n    - pypi.org\n    - https://pypi.org/simple\n"
+        "    - py*.org\n    - 'github.com:70000'\n    - '*.npmjs.org'\n    - '[::1]:80'\n",
+    )
+    url, middle, port = problems(path)
+    assert url.startswith(f"{path}:5:") and "sandbox.network[1]" in url
+    assert "is a URL, not a host" in url and "'pypi.org'" in url
+    assert middle.startswith(f"{path}:6:") and "a wildcard may only start the host" in middle
+    assert port.startswith(f"{path}:7:") and "from 1 to 65535" in port
+
+
+def test_an_empty_network_list_is_a_file_line_error(tmp_path):
+    path = write(tmp_path, "prompt: hi\nsandbox:\n  network: []\n")
+    [message] = problems(path)
+    assert message.startswith(f"{path}:3:") and "network: false" in message

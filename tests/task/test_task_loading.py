@@ -9,8 +9,7 @@ import pytest
 
 from runner.errors import ConfigError
 from runner.mcp.extension import WORKSPACE
-from runner.task import parse_duration
-from runner.task.loader import discover_task_files, load_tasks
+from runner.task import discover_task_files, load_tasks, parse_duration
 
 
 def write(tmp_path: Path, text: str, name: str = "task.yaml") -> Path:

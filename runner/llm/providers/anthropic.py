@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from runner.errors import ConfigError
 from runner.llm.base import Message, Usage
-from runner.llm.models import lookup_model
+from runner.llm.inflight import streamed
+from runner.llm.models import lookup_model, max_output_tokens_for
 from runner.llm.native import NativeTools
 from runner.llm.providers.native_wire import AnthropicCalls, anthropic_messages, anthropic_tools
 from runner.llm.providers.promptcache import with_breakpoints
@@ -59,6 +60,7 @@ class AnthropicMessages(SdkProvider["anthropic.AsyncAnthropic"]):
             )
         self.model = model
         self.info = lookup_model(model, settings.models)
+        self._max_output = max_output_tokens_for(model, settings)
         base_url = settings.anthropic_base_url or DEFAULT_BASE_URL
         target = CallTarget(self.provider, model, base_url, KEY_ENV)
         timeout = settings.retry.request_timeout_s
@@ -106,10 +108,9 @@ class AnthropicMessages(SdkProvider["anthropic.AsyncAnthropic"]):
         self, system: str, messages: Sequence[Message], tools: NativeTools | None
     ) -> Attempt:
         idle_s = self._settings.retry.idle_timeout_s
-        extra: dict[str, Any] = {}
-        if self._settings.temperature is not None:
-            # The 2.x SDK has no `temperature` argument; the API still takes it.
-            extra["temperature"] = self._settings.temperature
+        # The 2.x SDK has no `temperature` argument; the API still takes it.
+        temperature = self._settings.temperature
+        extra: dict[str, Any] = {} if temperature is None else {"temperature": temperature}
         mode = self._settings.anthropic_prompt_cache
         calls = AnthropicCalls(tools) if tools is not None else None
         offered = anthropic_tools(calls.tools, calls.names) if calls is not None else {}
@@ -129,7 +130,7 @@ class AnthropicMessages(SdkProvider["anthropic.AsyncAnthropic"]):
         async with IdleWatch(idle_s, self._target.base_url) as watch:
             stream = await client.messages.create(
                 model=self.model,
-                max_tokens=self._settings.max_output_tokens,
+                max_tokens=self._max_output,
                 system=cast("list[TextBlockParam]", cached_system),
                 messages=cast("list[MessageParam]", wire),
                 stream=True,
@@ -140,6 +141,7 @@ class AnthropicMessages(SdkProvider["anthropic.AsyncAnthropic"]):
             try:
                 while (event := await anext(stream, None)) is not None:
                     watch.alive()
+                    streamed(_streamed_chars(event))
                     if event.type == "message_start":
                         model = event.message.model or model
                         _take_usage(counts, getattr(event.message, "usage", None))
@@ -212,3 +214,9 @@ def _status_error(exc: anthropic.APIStatusError) -> CallError:
         headers=dict(exc.response.headers),
         code=kind,
     )
+
+
+def _streamed_chars(event: Any) -> int:
+    """Characters of reply text or tool-call input in one event (for the heartbeat)."""
+    delta = getattr(event, "delta", None)
+    return len(getattr(delta, "text", None) or getattr(delta, "partial_json", None) or "")

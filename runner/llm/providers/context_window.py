@@ -17,6 +17,14 @@ quiet (a debug line): plenty of servers answer neither path. docs/providers.md h
 With a window known, `max_tokens` is clamped so that the estimated prompt plus the reply fit;
 when not even `min_reply_tokens` fit, `ContextLengthError` is raised before anything is sent,
 and the loop compacts the history and tries once more (DESIGN section 7).
+
+When nothing says the window (llama-cpp-python's server answers neither path), the replies
+teach it (DESIGN section 23, `ContextWindow.learn_from_reply`): a reply that stops at `length`
+with fewer output tokens than were asked for was stopped by the window, not the limit, so the
+window is the prompt plus that output. And a stream that ends with no finish reason and no error
+on a request larger than any that succeeded is taken as an overflow once
+(`ContextWindow.broken_stream`): the loop compacts and sends again, instead of the same request
+being retried until the attempts run out.
 """
 
 from __future__ import annotations
@@ -32,15 +40,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.errors import ContextLengthError
-from runner.llm.base import LLM, Message, MessageChars
+from runner.llm.base import LLM, Message, MessageChars, Usage
 from runner.llm.models import lookup_model
 from runner.llm.providers.streaming import CHARS_PER_TOKEN
+from runner.llm.retry import CallError
 from runner.settings import ModelInfo
 
 __all__ = [
     "PROBE_MAX_BYTES",
     "PROBE_TIMEOUT_S",
     "ContextWindow",
+    "Planned",
     "ServerFacts",
     "min_reply_tokens",
     "parse_models",
@@ -205,8 +215,20 @@ def reply_limit(
     return min(max_output_tokens, room)
 
 
+@dataclass(frozen=True)
+class Planned:
+    """One request's reply limit, and the prompt's size it was judged by."""
+
+    max_tokens: int
+    """What to ask for as `max_tokens`."""
+    prompt_tokens: int
+    """The prompt's estimated tokens (characters / `CHARS_PER_TOKEN`), for `succeeded` and
+    `broken_stream`."""
+
+
 class ContextWindow:
-    """Where one model's window comes from (config, the server, the table), resolved once."""
+    """Where one model's window comes from (config, the server, the table, the replies),
+    resolved once and learned on the way. One instance serves every task on the model."""
 
     def __init__(
         self,
@@ -219,10 +241,16 @@ class ContextWindow:
         info = lookup_model(model, overrides)
         self._model = model
         self._window: int | None = info.context_window if info else None
+        self._configured = configured
+        """The operator's word: nothing learned overrides it."""
         self._strict = configured
-        """Whether the window is the operator's or the server's (not only the model table's)."""
+        """Whether the window is the operator's, the server's or learned (not the table's)."""
         self._probe = None if configured or base_url is None else _start_probe(base_url, api_key)
         self._chars = MessageChars()
+        self._largest_ok: int | None = None
+        """The largest prompt (estimated tokens) of a request that succeeded."""
+        self._may_guess_overflow = True
+        """One overflow guess per success: a second reasonless end in a row is a broken stream."""
 
     async def get(self) -> int | None:
         """The window in tokens, None when nothing says it."""
@@ -240,21 +268,74 @@ class ContextWindow:
         self, system: str, messages: Sequence[Message], max_output_tokens: int
     ) -> int:
         """`reply_limit` with this model's window (strict when config or the server gave it)."""
+        return (await self.plan(system, messages, max_output_tokens)).max_tokens
+
+    async def plan(
+        self, system: str, messages: Sequence[Message], max_output_tokens: int
+    ) -> Planned:
+        """The reply limit for this request and the prompt's estimated size."""
         window = await self.get()
-        if window is None:
-            return max_output_tokens
         # The running count is exact while the loop only appends, and too high (never too low)
         # after a compaction cleared results in place: enough to see that the whole reply fits.
         upper = len(system) + self._chars.count(messages)
-        if reply_limit(window, system, messages, max_output_tokens, strict=False, chars=upper) == (
-            max_output_tokens
-        ):
-            return max_output_tokens
+        tokens = -(-upper // CHARS_PER_TOKEN)
+        if window is None or reply_limit(
+            window, system, messages, max_output_tokens, strict=False, chars=upper
+        ) == (max_output_tokens):
+            return Planned(max_output_tokens, tokens)
         self._chars.reset()
         chars = len(system) + self._chars.count(messages)
-        return reply_limit(
+        limit = reply_limit(
             window, system, messages, max_output_tokens, strict=self._strict, chars=chars
         )
+        return Planned(limit, -(-chars // CHARS_PER_TOKEN))
+
+    def succeeded(self, planned: Planned, usage: Usage, stop_reason: str) -> None:
+        """A reply arrived: remember its size, and learn the window from a `length` stop short
+        of the limit (reported usage only: an estimate of the output could fall short of the
+        limit when the real count did not)."""
+        self._largest_ok = max(self._largest_ok or 0, planned.prompt_tokens)
+        self._may_guess_overflow = True
+        if stop_reason != "length" or usage.estimated or self._window is not None:
+            return  # only an unknown window is learned: config, the server or the table said it
+        if usage.output_tokens >= planned.max_tokens:
+            return  # the limit stopped it, not the window
+        window = usage.input_tokens + usage.cache_read_tokens + usage.output_tokens
+        self._learn(
+            window,
+            f"a reply stopped at `length` after {usage.output_tokens} of the"
+            f" {planned.max_tokens} output tokens asked for",
+        )
+
+    def broken_stream(self, planned: Planned) -> CallError:
+        """The error for a stream that ended with no finish reason and no error text.
+
+        On a request larger than any that succeeded it is taken as a context overflow (some
+        servers, llama-cpp-python's among them, raise inside the stream and just end it): the
+        window is taken as at most this prompt, and the loop compacts and sends once more. Once
+        per success: otherwise, and on the first request, it is a broken stream, retried."""
+        largest = self._largest_ok
+        if not self._may_guess_overflow or largest is None or planned.prompt_tokens <= largest:
+            return CallError("broken_stream", "stream ended before its finish_reason")
+        self._may_guess_overflow = False
+        if not self._configured and (self._window is None or self._window > planned.prompt_tokens):
+            self._learn(
+                planned.prompt_tokens,
+                "a stream ended with no finish reason on the largest request yet",
+            )
+        return CallError(
+            "status",
+            f"the stream ended with no finish reason on a request of about"
+            f" {planned.prompt_tokens} tokens, larger than any that succeeded: taken as a"
+            " context overflow",
+            status=400,
+            code="context_length_exceeded",
+        )
+
+    def _learn(self, window: int, why: str) -> None:
+        _log.info("context window of %s: %d tokens, learned (%s)", self._model, window, why)
+        self._window = window
+        self._strict = True
 
 
 async def context_window_of(llm: LLM) -> int | None:

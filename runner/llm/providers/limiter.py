@@ -73,8 +73,10 @@ class RateGate:
                 await waiter  # the slot is taken for this task by the `_wake` that sets it
             except asyncio.CancelledError:
                 if waiter.done() and not waiter.cancelled():
-                    self._give_back()
-                else:
+                    self._give_back()  # woken, then cancelled: the slot it was given goes back
+                elif waiter in self._waiting:
+                    # Still queued. A `_give_back` that ran between the cancel and this handler
+                    # has already dropped it (and taken no slot for it): nothing to remove then.
                     self._waiting.remove(waiter)
                 raise
             # A pause may have begun while this task waited for its slot: honour it too.

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from runner.errors import ConfigError
 from runner.llm.base import Message, Usage
-from runner.llm.models import lookup_model
+from runner.llm.inflight import streamed
+from runner.llm.models import lookup_model, max_output_tokens_for
 from runner.llm.native import NativeTools
 from runner.llm.providers.context_window import ContextWindow
 from runner.llm.providers.native_wire import OpenAICalls, openai_messages, openai_tools
@@ -61,6 +62,7 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
             )
         self.model = model
         self.info = lookup_model(model, settings.models)
+        self._max_output = max_output_tokens_for(model, settings)
         self._cache_key = sends_prompt_cache_key(settings.openai_prompt_cache_key, base_url)
         self._window = ContextWindow(model, settings.models, base_url, key)
         """Config's, the server's (asked in the background from now on) or the table's."""
@@ -115,9 +117,7 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
         from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
         idle_s = self._settings.retry.idle_timeout_s
-        limit = await self._window.reply_limit(system, messages, self._settings.max_output_tokens)
-        new_limit_name = bool(_COMPLETION_TOKENS_MODELS.match(self.model))
-        temperature = self._settings.temperature
+        planned = await self._window.plan(system, messages, self._max_output)
         parts: list[str] = []
         usage: Usage | None = None
         stop_reason: str | None = None
@@ -130,20 +130,7 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
             # is: `chat.completions.create` runs its TypedDict transform over every message of
             # every request (6 ms of CPU at 20 messages, 70 ms at 400), and on these plain
             # string messages the transform returns what it was given.
-            body: dict[str, Any] = {
-                "model": self.model,
-                "messages": _wire_messages(system, messages),
-                "stream": True,
-                "stream_options": {"include_usage": True},
-                ("max_completion_tokens" if new_limit_name else "max_tokens"): limit,
-            }
-            if temperature is not None:
-                body["temperature"] = temperature
-            if calls is not None:
-                body["messages"] = openai_messages(system, messages, calls.names)
-                body.update(openai_tools(calls.tools, calls.names))
-            if self._cache_key and messages:
-                body["prompt_cache_key"] = prompt_cache_key(system, messages[0].content)
+            body = self._body(system, messages, calls, planned.max_tokens)
             stream = await client.post(
                 "/chat/completions",
                 body=body,
@@ -163,8 +150,10 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
                     for choice in chunk.choices:
                         if choice.delta.content:
                             parts.append(choice.delta.content)
+                            streamed(len(choice.delta.content))
                         if calls is not None and choice.delta.tool_calls:
                             calls.feed(choice.delta.tool_calls)
+                            streamed(_arguments_chars(choice.delta.tool_calls))
                         if choice.finish_reason:
                             stop_reason = choice.finish_reason
                     # The usage chunk is the last before `[DONE]`: the reply is complete, and
@@ -180,14 +169,49 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
                     await stream.close()
         text = "".join(parts)
         if stop_reason is None:
-            raise CallError("broken_stream", "stream ended before its finish_reason")
+            # No finish reason and no error text: an overflow the server could not word, maybe.
+            raise self._window.broken_stream(planned)
         usage = usage or estimate_usage(system, messages, text)
+        self._window.succeeded(planned, usage, stop_reason)
         return text, usage, stop_reason, model, calls.calls() if calls is not None else ()
+
+    def _body(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        calls: OpenAICalls | None,
+        limit: int,
+    ) -> dict[str, Any]:
+        new_limit_name = bool(_COMPLETION_TOKENS_MODELS.match(self.model))
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": _wire_messages(system, messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            ("max_completion_tokens" if new_limit_name else "max_tokens"): limit,
+        }
+        if self._settings.temperature is not None:
+            body["temperature"] = self._settings.temperature
+        if calls is not None:
+            body["messages"] = openai_messages(system, messages, calls.names)
+            body.update(openai_tools(calls.tools, calls.names))
+        if self._cache_key and messages:
+            body["prompt_cache_key"] = prompt_cache_key(system, messages[0].content)
+        return body
 
 
 def create(model: str, settings: Settings) -> OpenAIChat:
     """The provider factory the registry calls for `openai:MODEL`."""
     return OpenAIChat(model, settings)
+
+
+def _arguments_chars(deltas: Any) -> int:
+    """Characters of tool-call arguments in one chunk's deltas (for the heartbeat)."""
+    total = 0
+    for delta in deltas:
+        function = getattr(delta, "function", None)
+        total += len(getattr(function, "arguments", None) or "")
+    return total
 
 
 def _wire_messages(system: str, messages: Sequence[Message]) -> list[ChatCompletionMessageParam]:

@@ -25,9 +25,9 @@ from runner.llm import LLM
 from runner.mcp import ToolPolicy, policy_allows
 from runner.redact import Redactor
 from runner.run.agents.tool import SUB_AGENT, agent_tool, offered_tools
-from runner.run.telemetry import traced_agent
+from runner.run.telemetry import Progress, traced_agent
 from runner.run.turn import Budget, RunBudget
-from runner.sessionlog import SessionLogWriter
+from runner.sessionlog import EventStream, SessionLogWriter
 from runner.settings import Settings
 from runner.task import AgentSpec, Task, agent_tool_problems
 from runner.toolcall import ToolResult, ToolSpec
@@ -50,10 +50,12 @@ class RunContext(Protocol):
     run_id: str
     out_dir: Path
     redactor: Redactor
+    events: EventStream | None
     env: dict[str, str]
     run_budget: RunBudget
     interrupted: bool
     models: dict[str, LLM]
+    progress: Progress
 
 
 class ChildRunner(Protocol):

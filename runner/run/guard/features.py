@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import difflib
 import fnmatch
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from runner.errors import Problem, TaskFileError
@@ -56,7 +58,23 @@ def _discover(
     task: Task, skipped: list[Problem] | None = None
 ) -> tuple[list[Skill], list[Problem]]:
     declared = [(task.file.parent / folder).resolve() for folder in task.spec.skills]
-    return discover_skills(declared, task.workdir, skipped)
+    skills, problems = discover_skills(declared, task.workdir, skipped)
+    return skills, [_at_declaration(task, declared, problem) for problem in problems]
+
+
+def _at_declaration(task: Task, declared: list[Path], problem: Problem) -> Problem:
+    """A problem of a declared skill folder as a whole (it does not exist) at its line in the
+    task file, naming the folder; other problems are where they are (a SKILL.md line)."""
+    if problem.line or Path(problem.path) not in declared:
+        return problem
+    index = declared.index(Path(problem.path))
+    line, column = _where(task, "skills", index)
+    message = f"{problem.message}: {problem.path}"
+    return Problem(str(task.file), line, column, f"skills[{index}]", message, problem.hint)
+
+
+def _where(task: Task, *key: str | int) -> tuple[int, int]:
+    return task.where(key) if task.where is not None else (task.line, 1)
 
 
 def task_skills(task: Task, warn: Callable[[str], None] | None = None) -> list[Skill]:
@@ -84,18 +102,28 @@ def feature_problems(task: Task, *, repository_skills: bool = False) -> list[Pro
         workspace = [*DESCRIPTIONS, *(f"{WORKSPACE}__{name}" for name in DESCRIPTIONS)]
         known = [*(workspace if enabled else ()), *(["load_skill"] if skills else [])]
         for kind, index, rule in unmatched_rules(task.spec.permissions, known):
+            line, column = _where(task, "permissions", kind, index)
             problems.append(
                 Problem(
                     str(task.file),
-                    task.line,
-                    1,
+                    line,
+                    column,
                     f"permissions.{kind}[{index}]",
                     f"the rule {rule!r} matches no tool of the task",
-                    f"tools: {', '.join(known[: len(DESCRIPTIONS)]) or 'none'}; fix the name "
-                    "before the parenthesis",
+                    _rule_hint(rule, known),
                 )
             )
     return problems
+
+
+def _rule_hint(rule: str, known: list[str]) -> str:
+    """`did you mean 'execute_command'?` for a misspelt tool name, else the tools to choose from."""
+    tool = rule.split("(", 1)[0].strip()
+    close = difflib.get_close_matches(tool, known, n=1, cutoff=0.75)
+    if close:
+        return f"did you mean {close[0]!r}?"
+    tools = ", ".join(known[: len(DESCRIPTIONS)]) or "none"
+    return f"tools: {tools}; fix the name before the parenthesis"
 
 
 def tools_with_skills(

@@ -3,11 +3,14 @@
 The rules (`runner.task.permissions`) are matched against a call's main argument, normalised so
 that spelling does not slip past a rule: a path is also matched as its real path relative to the
 workdir (`./.github/x`, `src/../.github/x` and a symlink into `.github` all count as
-`.github/x`), and a command is also matched piece by piece (`cd x && git push` holds the piece
-`git push`), with runs of spaces collapsed and leading `VAR=value` assignments dropped. Deny
-rules match when any form matches; allow rules must match the real path, or every piece of a
-command. This guards against mistakes, not against a determined agent: the sandbox is the
-security boundary (DESIGN section 15).
+`.github/x`), and a command is also matched as each simple command inside it
+(`runner.run.guard.commandline`: `cd x && git push` and `echo $(git push)` hold `git push`),
+quotes removed, runs of spaces collapsed and leading `VAR=value` assignments dropped. Deny rules
+match when any form matches. Allow rules must match the real path, or, for a command, the one
+simple command it is (DESIGN 18): a command with a redirection, a pipe, a list (`;`, `&&`, `||`,
+`&`, a newline), a subshell, a substitution, an assignment prefix, or one that cannot be read, is
+never allowed by an allow rule. This guards against mistakes, not against a determined agent: the
+sandbox is the security boundary (DESIGN section 15).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.errors import ConfigError
+from runner.run.guard.commandline import split_command
 from runner.task import Permissions, Rule, unmatched_rules
 from runner.toolcall import ToolSpec
 from runner.workspace import DESCRIPTIONS
@@ -80,8 +84,17 @@ class PermissionGate:
                     f"Error: the call of {spec.name!r} is denied by the permission rule "
                     f"{rule.text!r} (permissions.deny); it was not run."
                 )
-        if allow and not all(any(_matches(rule, form) for rule in allow) for form in strict):
-            rules = ", ".join(repr(rule.text) for rule in allow)
+        if not allow:
+            return None
+        rules = ", ".join(repr(rule.text) for rule in allow)
+        if not strict:
+            return (
+                f"Error: the call of {spec.name!r} is not allowed: permissions.allow ({rules}) "
+                "matches only a single simple command, and this one has a redirection, a pipe, "
+                "a list (;, &&, ||, &, newline), a subshell, a substitution or a VAR=value "
+                "prefix, or cannot be read; it was not run. Run each command on its own."
+            )
+        if not all(any(_matches(rule, form) for rule in allow) for form in strict):
             return (
                 f"Error: the call of {spec.name!r} is not allowed: no permission rule of "
                 f"permissions.allow matches it ({rules}); it was not run."
@@ -89,11 +102,13 @@ class PermissionGate:
         return None
 
     def _forms(self, spec: ToolSpec, key: str | None, text: str) -> tuple[set[str], list[str]]:
-        """(forms any deny rule may match, forms every one of which an allow rule must match)."""
+        """(forms any deny rule may match, forms every one of which an allow rule must match;
+        none for a command that is not one simple command: no allow rule matches it)."""
         if key == "command" and spec.server == "workspace":
-            pieces = _pieces(text)
+            line = split_command(text)
             whole = " ".join(text.split())
-            return {text, whole, *pieces}, pieces or [whole]
+            plain = line.plain
+            return {text, whole, *_pieces(text), *line.commands}, [plain] if plain else []
         if key == "path" and spec.server == "workspace":
             real = self._real(text)
             plain = posixpath.normpath(text).removeprefix("./") if text else text

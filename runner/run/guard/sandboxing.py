@@ -6,9 +6,7 @@ confined (`runner.workspace.confine`) with a private HOME and TMPDIR, removed at
 raises: what stops the task (`required` without a backend, a bad `writable` folder of the config)
 is `TaskSandbox.error`, which the session raises before the model is called, so that the failure
 is an outcome with a log. `auto` without a backend warns once per run on the console; each task's
-log and JUnit say `degraded`. The record names the properties the probe found held (`enforced`)
-and not held (`missing`, DESIGN 18); `required` ends the task when one is missing, `auto` warns
-once per run and goes on with what holds.
+log and JUnit say `degraded`.
 """
 
 from __future__ import annotations
@@ -19,7 +17,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import anyio
@@ -27,6 +25,7 @@ import anyio
 from runner.errors import ConfigError, RunnerError, SandboxUnavailable
 from runner.mcp import WORKSPACE, server_env
 from runner.outcome import SandboxRecord
+from runner.run.guard.network import TaskProxy, allowlist, with_allowlist
 from runner.settings import SandboxSettings, Settings, environ
 from runner.task import Task, writable_problems
 from runner.workspace import (
@@ -53,6 +52,20 @@ class TaskSandbox:
     record: SandboxRecord
     error: RunnerError | None = None
     """Why the task must not run (raised by the session before the model is called)."""
+    proxy: TaskProxy | None = None
+    """The network allowlist's proxy (DESIGN 19), when the task has one."""
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Values to mask in the task's artifacts: the proxy's credential (commands can print
+        their proxy variables)."""
+        return (self.proxy.path.secret,) if self.proxy is not None else ()
+
+    def final(self) -> SandboxRecord:
+        """The record with the proxy's connection counts, once the task has ended."""
+        if self.proxy is None:
+            return self.record
+        return replace(self.record, connections=self.proxy.counts())
 
 
 def sandbox_settings(task: Task, settings: Settings) -> SandboxSettings:
@@ -79,8 +92,10 @@ async def task_sandbox(
 ) -> AsyncIterator[TaskSandbox]:
     """Confine the body's commands as the task's settings ask; yields what was enforced."""
     spec = sandbox_settings(task, settings)
+    hosts = allowlist(spec, settings)
     if spec.mode == "off":
-        yield TaskSandbox(SandboxRecord("off", network=True))
+        async with with_allowlist(hosts, SandboxRecord("off", network=True), None, False) as got:
+            yield TaskSandbox(got[0], proxy=got[2])
         return
     writable, problem = _writable(spec, task, settings)
     if problem is not None:
@@ -98,20 +113,21 @@ async def task_sandbox(
         if reason not in _warned:
             _warned.append(reason)
             say(f"warning: {reason}; commands run unconfined (sandbox mode auto)")
-        # Nothing holds: every property the task asked for is missing (`net` only without network).
-        absent = tuple(n for n in PROPERTIES if n != "net" or not spec.network)
-        yield TaskSandbox(
-            SandboxRecord("degraded", reason=found.reason, network=True, missing=absent)
-        )
+        # Nothing holds: every property the task asked for is missing (`net` unless network on).
+        absent = tuple(n for n in PROPERTIES if n != "net" or spec.network is not True)
+        record = SandboxRecord("degraded", reason=found.reason, network=True, missing=absent)
+        async with with_allowlist(hosts, record, None, False) as got:
+            yield TaskSandbox(got[0], proxy=got[2])
         return
-    missing = tuple((n, why) for n, why in found.missing if not (n == "net" and spec.network))
+    on = spec.network is True
+    missing = tuple((n, why) for n, why in found.missing if not (n == "net" and on))
     record = SandboxRecord(
         "enforced",
         found.backend,
         reason="; ".join(f"{name}: {why}" for name, why in missing),
-        network=spec.network,
+        network=on,
         writable=spec.writable,
-        enforced=tuple(n for n in found.held if not (n == "net" and spec.network)),
+        enforced=tuple(n for n in found.held if not (n == "net" and on)),
         missing=tuple(name for name, _ in missing),
     )
     if missing:
@@ -123,9 +139,7 @@ async def task_sandbox(
             )
             yield TaskSandbox(dataclasses.replace(record, status="unavailable"), error)
             return
-        if what not in _warned:
-            _warned.append(what)
-            say(f"warning: {what}; commands run with what it does confine (sandbox mode auto)")
+        _warn_once(say, what, "commands run with what it does confine (sandbox mode auto)")
     with _scratch() as scratch:
         home = Path.home().resolve()
         path = environ().get("PATH", "")
@@ -134,7 +148,7 @@ async def task_sandbox(
             found.executable,
             task.workdir,
             scratch,
-            network=spec.network,
+            network=on,
             writable=writable,
             hidden=(home,) if home.is_dir() and home != Path("/") else (),
             readable=(
@@ -144,8 +158,22 @@ async def task_sandbox(
                 *(folder for root in masked_roots() for folder in toolchain_dirs(root, path)),
             ),
         )
-        with confine(sandbox):
-            yield TaskSandbox(record)
+        required = spec.mode == "required"
+        async with with_allowlist(hosts, record, sandbox, required) as got:
+            if hosts and not got[0].allowlist_enforced and got[3] is None:
+                _warn_once(
+                    say,
+                    "this kernel's Landlock has no network rules (ABI 4)",
+                    "the network allowlist filters only programs that use the proxy",
+                )
+            with confine(got[1]):
+                yield TaskSandbox(got[0], got[3], got[2])
+
+
+def _warn_once(say: Callable[[str], None], reason: str, effect: str) -> None:
+    if reason not in _warned:
+        _warned.append(reason)
+        say(f"warning: {reason}; {effect}")
 
 
 @contextlib.contextmanager

@@ -2,37 +2,36 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from runner.errors import ConfigError, ExitCode, Problem, TaskFileError
-from runner.run.plan.loading import check_sections, load_selected_tasks
+from runner.errors import ConfigError, ExitCode, Problem, RunnerError
+from runner.run.plan.loading import load_for_validate, load_selected_tasks, section_problems
 from runner.settings import Settings, environ, load_settings
 from runner.task import Task
 
-__all__ = ["agent_problems", "annotate_config_error", "print_prompt", "validate"]
+__all__ = ["agent_problems", "annotate_config_error", "print_prompt", "report_error", "validate"]
 
 
 def validate(paths: Sequence[str], params: Mapping[str, str], config: Path | None) -> int:
-    """Check config, task files and their prompt sections; print every problem."""
+    """Check config, task files, their prompt sections, skills, permission rules and agents;
+    print every problem of every check at once, each at its own file and line."""
     settings = load_settings(config_file=config)
-    try:
-        tasks = load_selected_tasks(paths, params, settings)
-        for task in tasks:
-            check_sections(task, settings, repository_skills=True)
-    except TaskFileError as exc:
-        for problem in exc.problems:
-            print(problem, file=sys.stderr)
-        print(f"{len(exc.problems)} problem(s) found", file=sys.stderr)
-        annotate_config_error(str(exc), json_output=False)
-        return ExitCode.USAGE
-    found = [p for task in tasks if task.spec.agents for p in agent_problems(task, settings)]
-    problems = list({str(p): p for p in found}.values())  # a suite's defaults: said once
+    tasks, problems = load_for_validate(paths, params, settings)
+    for task in tasks:
+        problems += section_problems(task, settings)
+    if not problems:
+        # The agents' allowlists need the servers started: only for tasks that are otherwise fine.
+        found = [p for task in tasks if task.spec.agents for p in agent_problems(task, settings)]
+        problems += [str(problem) for problem in found]
     if problems:
+        problems = list(dict.fromkeys(problems))  # a suite's defaults: said once
         for problem in problems:
             print(problem, file=sys.stderr)
         print(f"{len(problems)} problem(s) found", file=sys.stderr)
+        annotate_config_error("\n".join(problems), json_output=False)
         return ExitCode.USAGE
     files = {task.file for task in tasks}
     print(f"ok: {len(tasks)} task(s) in {len(files)} file(s)")
@@ -63,12 +62,13 @@ def print_prompt(
     task = _pick(tasks, name, path)
     from runner.redact import Redactor
     from runner.run.agents import offered_tools
-    from runner.run.guard import task_skills, tools_with_skills
+    from runner.run.guard import report_finding_spec, task_skills, tools_with_skills
     from runner.run.session import task_system_prompt, task_tool_lists
 
     every, allowed = task_tool_lists(task, settings)
     skills = task_skills(task, lambda line: print(f"warning: {line}", file=sys.stderr))
-    tools = offered_tools(task, tools_with_skills(task, every, allowed, skills))
+    own = tools_with_skills(task, every, allowed, skills)
+    tools = offered_tools(task, [*own, *([report_finding_spec()] if task.spec.findings else [])])
     mask = Redactor([*settings.secret_values(), *task.secrets]).text
     sys.stdout.write(task_system_prompt(task, settings, tools, environ(), skills=skills, mask=mask))
     return ExitCode.OK
@@ -88,6 +88,19 @@ def _pick(tasks: list[Task], name: str | None, path: str) -> Task:
             f"({', '.join(t.name for t in tasks)})"
         )
     return tasks[0]
+
+
+def report_error(error: RunnerError, *, json_output: bool, stdout_taken: bool = False) -> int:
+    """Say what stopped the command (stderr) and return its exit code. Under `--output json`,
+    stdout's one JSON document is the error, `{"error": ..., "exit_code": 2}`; a configuration
+    error is annotated as `annotate_config_error` says (on stderr when stdout is `taken` by the
+    JSON document or `--events -`)."""
+    print(f"agent-runner: {error}", file=sys.stderr)
+    if json_output:
+        print(json.dumps({"error": str(error), "exit_code": int(error.exit_code)}), flush=True)
+    if error.exit_code == ExitCode.USAGE:
+        annotate_config_error(str(error), json_output=json_output or stdout_taken)
+    return error.exit_code
 
 
 def annotate_config_error(text: str, *, json_output: bool) -> None:

@@ -7,12 +7,15 @@ where the provider allows it) and resolves the tool mode each task runs in.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.errors import ConfigError
+from runner.errors import ConfigError, ExitCode
 from runner.llm import LLM
+from runner.outcome import Status, TaskOutcome
 from runner.run.plan.loading import check_sections
+from runner.run.plan.overrides import TaskOverrides
 from runner.run.session import ResumePoint
 from runner.run.turn import with_tool_mode
 from runner.settings import Settings
@@ -36,6 +39,22 @@ class RunOptions:
     isolation: str | None = None
     """`--isolation`: none or worktree for every task (None: each task's own)."""
     keep_worktrees: bool = False
+    overrides: TaskOverrides = field(default_factory=TaskOverrides)
+    """The command line's task limits and policy, over every task's (DESIGN 20)."""
+    events: str | None = None
+    """`--events`: a file, or `-` for stdout, to stream every session-log record to."""
+    result_file: Path | None = None
+    """`--result-file`: where the final result text (or a JSON map of them) is written."""
+    repeat: int | None = None
+    """`--repeat K`: every task runs as K samples (None: each task's own `repeat`)."""
+    min_pass_rate: float = 1.0
+    """`--min-pass-rate R`: a repeated task passes when this share of its samples pass."""
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.min_pass_rate <= 1.0:
+            raise ConfigError(
+                f"--min-pass-rate {self.min_pass_rate:g}: give a share from 0 to 1, e.g. 0.8"
+            )
 
 
 @dataclass
@@ -46,6 +65,48 @@ class Job:
     llm: LLM
     resume: ResumePoint | None = None
     started: bool = field(default=False)
+
+    def as_sample(self, outcome: TaskOutcome) -> TaskOutcome:
+        """`outcome` with the task's sample index and K (DESIGN 22); as it is for a task run
+        once."""
+        if not self.task.of:
+            return outcome
+        return dataclasses.replace(outcome, sample=self.task.sample, of=self.task.of)
+
+    def lost(self, error: BaseException | None) -> TaskOutcome:
+        """A task that ended without an outcome (a bug): reported as an internal error."""
+        return self._unfinished(
+            "error",
+            f"internal error: the task ended without an outcome ({error!r})",
+            "internal",
+            ExitCode.INTERNAL,
+        )
+
+    def not_started(self, exit_code: ExitCode, reason: str | None = None) -> TaskOutcome:
+        """A task an interruption kept from starting (or from finishing, with `reason`)."""
+        why = reason or "not started: the run was interrupted"
+        return self._unfinished("interrupted", why, "signal", exit_code)
+
+    def skipped(self, stopped_by: TaskOutcome) -> TaskOutcome:
+        """A task `--fail-fast` kept from starting: listed, so that no report loses it."""
+        status = stopped_by.status.replace("_", " ")
+        why = f"not started: --fail-fast stopped the run after {stopped_by.label} {status}"
+        return self._unfinished("skipped", why, "fail_fast", ExitCode.OK)
+
+    def _unfinished(
+        self, status: Status, reason: str, kind: str, exit_code: ExitCode
+    ) -> TaskOutcome:
+        return TaskOutcome(
+            sample=self.task.sample,
+            of=self.task.of,
+            name=self.task.name,
+            task_file=self.task.file,
+            status=status,
+            reason=reason,
+            kind=kind,
+            exit_code=exit_code,
+            model=f"{self.llm.provider}:{self.llm.model}",
+        )
 
 
 def prepare_jobs(tasks: list[Task], settings: Settings, model: str | None) -> list[Job]:

@@ -10,12 +10,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from runner.errors import ConfigError, TaskFileError
-from runner.run.guard import feature_problems, with_config_hooks
+from runner.errors import ConfigError, Problem, TaskFileError
+from runner.run.guard import (
+    check_network,
+    feature_problems,
+    with_config_findings,
+    with_config_hooks,
+)
 from runner.settings import Settings, environ
 from runner.task import Task, discover_task_files, load_tasks
 
-__all__ = ["check_config_extensions", "check_sections", "load_selected_tasks"]
+__all__ = [
+    "check_config_extensions",
+    "check_sections",
+    "load_for_validate",
+    "load_selected_tasks",
+    "section_problems",
+]
 
 
 def load_selected_tasks(
@@ -23,6 +34,7 @@ def load_selected_tasks(
 ) -> list[Task]:
     """Discover and load tasks with the config's extensions and the process environment."""
     check_config_extensions(settings)
+    check_network(settings)
     files = discover_task_files(paths)
     tasks = load_tasks(
         files,
@@ -31,7 +43,30 @@ def load_selected_tasks(
         env=environ(),
         config_agents=settings.agents,
     )
-    return with_config_hooks(tasks, settings.hooks)
+    return with_config_findings(with_config_hooks(tasks, settings.hooks), settings.findings)
+
+
+def load_for_validate(
+    paths: Sequence[str], params: Mapping[str, str], settings: Settings
+) -> tuple[list[Task], list[str]]:
+    """As `load_selected_tasks`, but every problem is returned, with the tasks that could be
+    built anyway (for `validate`, which checks those further); such a task must never run."""
+    problems: list[str] = []
+    try:
+        check_config_extensions(settings)
+    except ConfigError as exc:
+        problems.extend(str(exc).splitlines())
+    found: list[Problem] = []
+    tasks = load_tasks(
+        discover_task_files(paths),
+        params=params,
+        config_extensions=settings.extensions,
+        env=environ(),
+        config_agents=settings.agents,
+        problems=found,
+    )
+    problems.extend(str(problem) for problem in found)
+    return with_config_hooks(tasks, settings.hooks), problems
 
 
 def check_config_extensions(settings: Settings) -> None:
@@ -66,6 +101,20 @@ def check_config_extensions(settings: Settings) -> None:
                 lines.append(f"{where}: extensions.{name}.{key}: {error['msg']}")
     if lines:
         raise ConfigError("\n".join(lines))
+
+
+def section_problems(task: Task, settings: Settings) -> list[str]:
+    """Every problem `check_sections` would raise for, as lines (`validate`: the workdir's own
+    skills count too, which `run` skips with a warning)."""
+    try:
+        check_sections(task, settings, repository_skills=True)
+    except TaskFileError as exc:
+        return [str(problem) for problem in exc.problems]
+    except ConfigError as exc:
+        # The sections did not build; the skills and permission rules may have problems too.
+        found = feature_problems(task, repository_skills=True)
+        return [str(exc), *(str(problem) for problem in found)]
+    return []
 
 
 def check_sections(task: Task, settings: Settings, *, repository_skills: bool = False) -> None:

@@ -7,6 +7,8 @@ picks up from (the context so far, the sub-agents a cut-off reply started, the n
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,16 +16,17 @@ from typing import Any
 
 from runner.errors import ConfigError
 from runner.llm import Message
-from runner.outcome import Totals
+from runner.outcome import SEVERITIES, Finding, Totals
 from runner.redact import Redactor
 from runner.run.agents import settled_agent_calls
 from runner.run.plan import Job, RunOptions, prepare_jobs
+from runner.run.resume.samples import with_logged_sample
 from runner.run.resume.task import check_header_names, resumed_task
 from runner.run.session import Located, ResumePoint, locate_in_checkout, parent_worktree
 from runner.run.turn import answer_open_calls, logged_tool_mode
 from runner.sessionlog import SessionRecord, read_session, rebuild_messages, sessions_to_resume
 from runner.settings import Settings
-from runner.task import Limits, Task, parse_duration
+from runner.task import Task
 
 __all__ = ["default_message", "resumed_jobs"]
 
@@ -47,7 +50,7 @@ def resumed_jobs(
         return []
     workdir = _chosen_workdir(getattr(args, "workdir", None))
     redactor = Redactor(settings.secret_values())
-    stream = sys.stderr if options.output == "json" else sys.stdout
+    stream = sys.stderr if options.output == "json" or options.events == "-" else sys.stdout
 
     def say(line: str) -> None:
         print(redactor.text(line), file=sys.stderr if line.startswith("warning:") else stream)
@@ -71,8 +74,9 @@ def resumed_jobs(
             workdir=workdir,
             say=say,
         )
+        task = with_logged_sample(task, record.header, log)  # a sample stays that sample
         say(_paths_line(log, located, task, task.file.is_file()))
-        task = _with_limits(task, args)
+        task = options.overrides.apply(task)
         model = args.model or str(record.header.get("model") or "") or None
         if args.model and args.model != record.header.get("model"):
             _warn(f"{log}: model drifted: was {record.header.get('model')}, now {args.model}")
@@ -129,7 +133,22 @@ def _resume_point(record: SessionRecord, message: str | None) -> ResumePoint:
         expected_tools=tuple(t.get("name", "") for t in record.header.get("tools") or []),
         worktree=parent_worktree(record.header, record.path),
         results=results,
+        findings=_findings(record),
     )
+
+
+def _findings(record: SessionRecord) -> tuple[Finding, ...]:
+    """The findings the parent's log holds (DESIGN 21); a line that does not fit is left out."""
+    found = []
+    names = [field.name for field in dataclasses.fields(Finding)]
+    for event in record.events:
+        if event.get("type") != "finding":
+            continue
+        with contextlib.suppress(TypeError, KeyError):
+            fields = {name: event[name] for name in names}
+            if fields["severity"] in SEVERITIES and isinstance(fields["line"], int):
+                found.append(Finding(**fields))
+    return tuple(found)
 
 
 def default_message(record: SessionRecord) -> str:
@@ -163,23 +182,3 @@ def _used(record: SessionRecord) -> Totals:
                 cost_usd=float(event.get("cost_usd") or 0.0),
             )
     return used
-
-
-def _with_limits(task: Task, args: Any) -> Task:
-    raised: dict[str, Any] = {}
-    if args.max_turns is not None:
-        raised["max_turns"] = args.max_turns
-    if args.max_tokens is not None:
-        raised["max_tokens"] = args.max_tokens
-    if args.task_max_cost_usd is not None:
-        raised["max_cost_usd"] = args.task_max_cost_usd
-    if args.timeout is not None:
-        try:
-            raised["timeout"] = parse_duration(args.timeout)
-        except ValueError as exc:
-            raise ConfigError(f"--timeout: {exc}") from None
-    if not raised:
-        return task
-    limits = Limits.model_validate({**task.spec.limits.model_dump(), **raised})
-    spec = task.spec.model_copy(update={"limits": limits})
-    return Task(**{**task.__dict__, "spec": spec})

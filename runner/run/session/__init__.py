@@ -12,9 +12,15 @@ from __future__ import annotations
 
 from runner.run.session.checkout import Located, locate_in_checkout
 from runner.run.session.child import run_child
-from runner.run.session.isolation import check_isolation, parent_worktree, run_in_isolation
+from runner.run.session.isolation import (
+    check_isolation,
+    parent_worktree,
+    run_in_isolation,
+    write_reason,
+)
 from runner.run.session.session import ResumePoint, RunContext, run_task
 from runner.run.session.tools import task_system_prompt, task_tool_lists
+from runner.run.session.worktree import repository_of
 
 __all__ = [
     "Located",
@@ -23,9 +29,11 @@ __all__ = [
     "check_isolation",
     "locate_in_checkout",
     "parent_worktree",
+    "repository_of",
     "run_child",
     "run_in_isolation",
     "run_task",
     "task_system_prompt",
     "task_tool_lists",
+    "write_reason",
 ]

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import time
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from runner import __version__
@@ -62,6 +63,13 @@ class ChildBudget(Budget):
                 )
             parent = parent.parent if isinstance(parent, ChildBudget) else None
 
+    def cost_holders(self) -> Iterator[Budget]:
+        """This child's budget and every parent's: a child's calls are held against them all."""
+        budget: Budget | None = self
+        while budget is not None:
+            yield budget
+            budget = budget.parent if isinstance(budget, ChildBudget) else None
+
     def charge(self, usage: Usage, cost_usd: float) -> None:
         super().charge(usage, cost_usd)
         parent = self.parent
@@ -99,6 +107,9 @@ async def run_child(
         limits.max_cost_usd,
         ctx.run_budget,
         parent=frame.budget,
+        # Held while a call runs, as the parent's are: without it a child's estimate was its
+        # prompt alone, and children at once overshot the parent's limit.
+        reserve_output_tokens=frame.budget.reserve_output_tokens,
     )
     child_frame = SessionFrame(
         task=frame.task,
@@ -193,6 +204,7 @@ async def _converse(
             "parent_call": parent_call,
         },
         frame.redactor,
+        events=ctx.events,
     )
     frame.log = log
     frame.children.append(log.session_id)
@@ -212,7 +224,8 @@ async def _converse(
                 messages=[Message("user", task_text)],
                 tools=offered,
                 executor=traced_tools(executor, [*offered, *executor.denied()]),
-                events=log,
+                # Its turns and retries show on the console under the parent task's name.
+                events=ctx.progress.watch_child(frame.task.name, child.name, frame.budget, log),
                 budget=frame.budget,
                 compactor=Compactor(
                     llm=llm,

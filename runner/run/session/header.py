@@ -1,4 +1,4 @@
-"""What a task's session log opens with, and how its errors and tool drift are named.
+"""What a task's session log opens and ends with, and how its errors and tool drift are named.
 
 Split from `runner.run.session.session` so that module keeps to the task's course; these are pure
 functions of the task, the model and the resume point.
@@ -6,6 +6,8 @@ functions of the task, the model and the resume point.
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -13,12 +15,14 @@ from typing import Any
 from runner import __version__
 from runner.errors import McpServerError, ProviderError, RunnerError, SandboxUnavailable
 from runner.llm import LLM
+from runner.outcome import Status, Totals
 from runner.run.session.isolation import checkout_of
-from runner.sessionlog import LogWriteError
+from runner.run.turn import Budget
+from runner.sessionlog import LogWriteError, SessionLogWriter
 from runner.task import Task
 from runner.toolcall import ToolSpec
 
-__all__ = ["error_kind", "session_header", "tool_drift"]
+__all__ = ["end_log", "error_kind", "session_header", "tool_drift", "totals_of"]
 
 
 def session_header(
@@ -42,6 +46,7 @@ def session_header(
         "sandbox": sandbox,
         "system_prompt": system,
         "tool_mode": "native" if task.spec.tool_mode == "native" else "xml",
+        **({"sample": task.sample, "of": task.of} if task.of else {}),
         "tools": [
             {
                 "name": t.name,
@@ -79,3 +84,38 @@ def error_kind(error: RunnerError) -> str:
     if isinstance(error, SandboxUnavailable):
         return "sandbox"
     return "config"
+
+
+def end_log(
+    log: SessionLogWriter | None,
+    status: Status,
+    reason: str,
+    totals: Totals,
+    result: str,
+    kind: str,
+) -> LogWriteError | None:
+    """Write the log's end line and close it; the error when the log cannot be written."""
+    if log is None or log.ended:
+        return None
+    try:
+        log.end(status, reason, totals, result or None, kind=kind)
+    except LogWriteError as error:
+        with contextlib.suppress(LogWriteError):
+            log.close()
+        return error
+    return None
+
+
+def totals_of(budget: Budget, started: float) -> Totals:
+    """The task's totals from its budget, timed from `started` (`time.monotonic()`)."""
+    usage = budget.usage
+    return Totals(
+        turns=budget.turns,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+        cost_usd=round(budget.cost_usd, 6),
+        tool_calls=budget.tool_calls,
+        duration_s=round(time.monotonic() - started, 3),
+    )

@@ -135,8 +135,8 @@ def patch_name(name: str) -> str:
 
 def checkout_of(task: Task, cwd: Path) -> dict[str, Any]:
     """The session log header's `checkout` (runner.run.session.checkout), for a task in a
-    worktree with the original workdir and `isolation`: {mode, head, patch (relative to --out),
-    worktree}."""
+    worktree with the original workdir and `isolation`: {mode, head, snapshot (the starting
+    state's commit), patch (relative to --out), worktree}."""
     facts = task.isolated
     record = checkout_record(task.file, Path(facts["workdir"]) if facts else task.workdir, cwd)
     if facts:
@@ -146,8 +146,9 @@ def checkout_of(task: Task, cwd: Path) -> dict[str, Any]:
 
 
 def parent_worktree(header: Mapping[str, Any], log: Path) -> dict[str, str] | None:
-    """What a resumed worktree session starts from: `head` and `patch` (absolute, "" when the
-    session left no patch: it changed nothing). None for a session that ran in place.
+    """What a resumed worktree session starts from: `head`, `snapshot` (its starting state, ""
+    in logs from before snapshots) and `patch` (absolute, "" when the session left no patch: it
+    changed nothing). None for a session that ran in place.
 
     The header is untrusted: a commit that is not a hex id, or a patch path that is not
     `patches/<file>`, is refused (exit 2)."""
@@ -156,14 +157,21 @@ def parent_worktree(header: Mapping[str, Any], log: Path) -> dict[str, str] | No
     if not isinstance(record, Mapping) or record.get("mode") != "worktree":
         return None
     head, patch = str(record.get("head") or ""), str(record.get("patch") or "")
+    snapshot = str(record.get("snapshot") or "")
     rel = PurePosixPath(patch)
+    bad_snapshot = bool(snapshot) and not _COMMIT.fullmatch(snapshot)
     if not _COMMIT.fullmatch(head) or rel.parts[:1] != ("patches",) or len(rel.parts) != 2:
         raise ConfigError(
             f"{log}:1: the header's checkout.isolation {dict(record)!r} is not a commit and a "
             "patches/<file> path; the log was edited or damaged"
         )
     found = log.resolve().parent.parent / rel  # <out>/sessions/<id>.jsonl -> <out>/patches/...
-    return {"head": head, "patch": str(found) if found.is_file() else ""}
+    if bad_snapshot:
+        raise ConfigError(
+            f"{log}:1: the header's checkout.isolation.snapshot {snapshot!r} is not a commit id; "
+            "the log was edited or damaged"
+        )
+    return {"head": head, "snapshot": snapshot, "patch": str(found) if found.is_file() else ""}
 
 
 Run = Callable[[Task], Awaitable[TaskOutcome]]
@@ -200,15 +208,21 @@ async def run_isolated(
         repo = await asyncio.to_thread(repository_of, task.workdir, env, head)
         patch = Path(parent["patch"]) if parent and parent["patch"] else None
         tree = await create_worktree(
-            repo, env, carry=parent is None, exclude=(out_dir.resolve(),), patch=patch
+            repo,
+            env,
+            carry=parent is None,
+            exclude=(out_dir.resolve(),),
+            patch=patch,
+            snapshot=parent.get("snapshot") if parent else None,
         )
     except RunnerError as error:
         return _failed(task, error)
-    name = patch_name(task.name)
+    name = patch_name(task.label)  # a sample: `name__2_5_.patch`
     target = out_dir / "patches" / name
     facts = {
         "workdir": str(task.workdir),
         "head": repo.head,
+        "snapshot": tree.snapshot,
         "patch": f"patches/{name}",
         "worktree": str(tree.path),
     }
@@ -216,7 +230,9 @@ async def run_isolated(
         outcome = await run(_in_worktree(task, tree, facts))
     finally:
         written, problem = await _save_patch(tree, env, target)
-        if not keep:
+        if keep:
+            tree.shadow.close()  # the runner's git folder goes; the worktree stays
+        else:
             await remove_worktree(tree, env)
     if problem:
         outcome = dataclasses.replace(

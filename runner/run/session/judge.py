@@ -17,7 +17,19 @@ from runner.run.turn import Budget
 from runner.sessionlog import SessionLogWriter
 from runner.task import Task
 
-__all__ = ["Verdict", "judge_completion"]
+__all__ = ["Verdict", "agent_failure_reason", "judge_completion"]
+
+_AGENT_REASON_LIMIT = 300
+"""Characters of the agent's own reason kept in the one-line reason of the reports."""
+
+
+def agent_failure_reason(result: str, mask: Callable[[str], str]) -> str:
+    """`the agent reported failure: <its reason>`, masked and on one line: the console, the step
+    summary and JUnit's `message` say why, not only that it failed."""
+    flat = " ".join(mask(result).split())
+    if len(flat) > _AGENT_REASON_LIMIT:
+        flat = flat[: _AGENT_REASON_LIMIT - 1] + "…"
+    return f"the agent reported failure: {flat}" if flat else "the agent reported failure"
 
 
 @dataclass(frozen=True)
@@ -50,7 +62,9 @@ async def judge_completion(
     """None when the completion `result` passes; else the first reason it does not. `mask`
     masks secrets in what goes back to the agent."""
     success = task.spec.success
-    after = await git_state(task.workdir, env) if success.require.changed_files else None
+    after = (
+        await git_state(task.workdir, env, git_before) if success.require.changed_files else None
+    )
     unmet = requirement_problem(success.require, budget, git_before, after)
     if unmet is not None:
         return Verdict("requirement", unmet, "")

@@ -3,36 +3,36 @@
 - `min_tool_calls: N`: at least N tool calls the policy let through (attempt_completion aside).
 - `no_denied_calls: true`: no tool call refused by the tool policy.
 - `changed_files: true`: the workdir's git state differs at completion from the task's start.
-  The state is `git status` of the workdir (untracked files included, ignored ones not), the
-  content of every file it lists, and HEAD, so an edit to a file that was already modified, or a
-  commit, counts as a change too. The loader refuses `changed_files` outside a git repository
-  (exit 2). On resume the baseline is the resumed session's start.
+  The state is HEAD and the tree of the workdir's files as `git add -A` would record them
+  (untracked files included, ignored ones not), so an edit to a file that was already modified,
+  or a commit, counts as a change too; staging alone does not. The loader refuses
+  `changed_files` outside a git repository (exit 2). On resume the baseline is the resumed
+  session's start.
 
-git runs with a minimal environment (no API keys, no secrets) and `core.fsmonitor` off: the
-agent can write `.git/config`, and whatever git runs from there must learn nothing the agent's
-own commands could not.
+The agent can write `.git/config`, `.gitattributes` and the `.git` file, so git runs as the
+runner's own git does (`runner.run.session.gitsafe`): the git folder is recorded with the
+baseline, before the agent runs; `git add` and `write-tree` run in a shadow git folder with no
+repository config (no filter, fsmonitor or hook can run) and an index of the runner's, seeded
+from the repository's own at the start (so only files whose times changed are hashed), objects
+of its own (the checkout's object store is not written); the environment is minimal.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
-import os
-import signal
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from runner.run.session.gitsafe import GitFolder, Shadow, git_env, record_folder, run_git
 from runner.run.turn import Budget
 from runner.task import Require
 
 __all__ = ["GitState", "git_state", "requirement_problem"]
 
-GIT_TIMEOUT_S = 60.0
-_OUTPUT_LIMIT = 8 * 1024 * 1024
-"""Bytes of `git status` output read; a listing past this is compared by what was read."""
-_ENV_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR")
+_INDEX_LIMIT = 512 * 1024 * 1024
+"""A repository's index larger than this is not copied: the fingerprint then hashes every file."""
 
 
 @dataclass(frozen=True)
@@ -41,89 +41,74 @@ class GitState:
 
     digest: str = ""
     error: str = ""
+    folder: GitFolder | None = None
+    """The git folder recorded with the baseline; the state at the end reads it, not `.git`."""
+    index: bytes = field(default=b"", repr=False, compare=False)
+    """The shadow's index after the baseline: its file times let git hash only what changed."""
 
 
-async def git_state(workdir: Path, env: Mapping[str, str]) -> GitState:
-    """Fingerprint `git status` of `workdir`, the listed files' content, and HEAD."""
-    quiet = {k: env[k] for k in _ENV_KEEP if k in env}
-    quiet.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0")
-    status = await _git(
-        workdir,
-        quiet,
-        "status",
-        "--porcelain=v1",
-        "-z",
-        "--untracked-files=all",
-        "--no-renames",
-        "--",
-        ".",
+async def git_state(
+    workdir: Path, env: Mapping[str, str], baseline: GitState | None = None
+) -> GitState:
+    """Fingerprint HEAD and the workdir's files (`git add -A` into a shadow index, then
+    `write-tree`). Without `baseline` (at the start, before the agent runs) the git folder is
+    found and recorded, and the repository's own index seeds the shadow's; with it, reused."""
+    folder = baseline.folder if baseline is not None else None
+    if folder is None:
+        folder = await asyncio.to_thread(record_folder, workdir, env)
+        if folder is None:
+            return GitState(error=f"{workdir} is not in a git work tree")
+        seed = await asyncio.to_thread(_read_index, folder.git_dir / "index")
+    else:
+        seed = baseline.index if baseline is not None else b""
+    head = await _head(folder, env)
+    shadow = Shadow(
+        folder,
+        folder.top,
+        head or "0" * (64 if folder.object_format == "sha256" else 40),
+        keep_objects=False,
     )
-    if isinstance(status, str):
-        return GitState(error=status)
-    head = await _git(workdir, quiet, "rev-parse", "--verify", "-q", "HEAD")
-    digest = hashlib.sha256(status)
-    digest.update(head if isinstance(head, bytes) else b"(no HEAD)")
-    top = await _git(workdir, quiet, "rev-parse", "--show-toplevel")
-    root = Path(top.decode().strip()) if isinstance(top, bytes) else workdir
-    for entry in status.split(b"\0"):
-        if len(entry) > 3:
-            digest.update(_content_digest(root / os.fsdecode(entry[3:])))
-    return GitState(digest=digest.hexdigest())
-
-
-def _content_digest(path: Path) -> bytes:
-    """The file's content hash; a folder, a missing file or an unreadable one by what it is."""
-    if path.is_symlink():
-        with contextlib.suppress(OSError):
-            return b"link:" + os.fsencode(path.readlink())
-    if not path.is_file():
-        return b"missing" if not path.exists() else b"other"
-    digest = hashlib.sha256()
     try:
-        with path.open("rb") as handle:
-            while chunk := handle.read(1 << 20):
-                digest.update(chunk)
-    except OSError as error:
-        return f"unreadable:{error.errno}".encode()
-    return digest.digest()
+        tree = await _tree(shadow, env, workdir, seed)
+        if tree.startswith("error: ") and seed:  # an index git cannot read in the shadow (split)
+            tree = await _tree(shadow, env, workdir, b"")
+        index = await asyncio.to_thread(_read_index, shadow.path / "index")
+    finally:
+        shadow.close()
+    if tree.startswith("error: "):
+        return GitState(error=tree.removeprefix("error: "), folder=folder)
+    digest = hashlib.sha256(f"{head or '(no HEAD)'} {tree}".encode())
+    return GitState(digest=digest.hexdigest(), folder=folder, index=index)
 
 
-async def _git(workdir: Path, env: Mapping[str, str], *args: str) -> bytes | str:
-    """git's stdout, or its error as text."""
+def _read_index(path: Path) -> bytes:
     try:
-        process = await asyncio.create_subprocess_exec(
-            "git",
-            "-c",
-            "core.fsmonitor=false",
-            *args,
-            cwd=workdir,
-            env=dict(env),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )
-    except OSError as error:
-        return f"cannot run git: {error.strerror or error}"
-    try:
-        async with asyncio.timeout(GIT_TIMEOUT_S):
-            out, err = await process.communicate()
-    except TimeoutError:
-        await _stop(process)
-        return f"git {args[0]} took over {GIT_TIMEOUT_S:g}s"
-    except asyncio.CancelledError:
-        await _stop(process)
-        raise
-    if process.returncode != 0 and args[0] == "status":
-        message = err.decode("utf-8", errors="replace").strip().splitlines()
-        return f"git status failed: {message[-1] if message else process.returncode}"
-    return out[:_OUTPUT_LIMIT] if process.returncode == 0 else f"exit {process.returncode}"
+        return path.read_bytes() if path.stat().st_size <= _INDEX_LIMIT else b""
+    except OSError:
+        return b""
 
 
-async def _stop(process: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    await process.wait()
+async def _head(folder: GitFolder, env: Mapping[str, str]) -> str:
+    """The commit HEAD of the recorded git folder points at, "" when it has none."""
+    pinned = git_env(env, GIT_DIR=str(folder.git_dir), GIT_OPTIONAL_LOCKS="0")
+    code, out, _ = await run_git(folder.top, pinned, "rev-parse", "--verify", "-q", "HEAD")
+    return out.decode("ascii", errors="replace").strip() if code == 0 else ""
+
+
+async def _tree(shadow: Shadow, env: Mapping[str, str], workdir: Path, seed: bytes) -> str:
+    """The tree id of the work tree with the workdir's files as they are now (untracked ones
+    included, ignored ones not), or `error: ...`. The blobs and trees go into the shadow's own
+    object store, removed with it: the checkout's is left as it was."""
+    index = shadow.path / "index"
+    index.unlink(missing_ok=True)
+    if seed:
+        await asyncio.to_thread(index.write_bytes, seed)
+    if problem := await shadow.add(env, ".", cwd=workdir):
+        return f"error: git add failed: {problem.splitlines()[-1]}"
+    code, out, err = await shadow.run(env, "write-tree")
+    if code != 0:
+        return f"error: git write-tree failed: {err.splitlines()[-1] if err else code}"
+    return out.decode("ascii", errors="replace").strip()
 
 
 def requirement_problem(

@@ -14,16 +14,26 @@ from pathlib import Path
 from typing import Any
 
 from runner.errors import ExitCode, RunnerError
-from runner.llm import LLM, Message, NativeResult, Usage, context_window_of, cost_usd
+from runner.llm import (
+    LLM,
+    Message,
+    NativeResult,
+    Usage,
+    context_window_of,
+    cost_usd,
+    max_output_tokens_for,
+)
 from runner.mcp import McpHub, McpLimits
-from runner.outcome import Status, TaskOutcome, Totals
+from runner.outcome import Finding, Status, TaskOutcome, Totals
 from runner.redact import Redactor
 from runner.run.agents import agent_executor, call_concurrency, offered_tools
 from runner.run.guard import (
+    FindingSink,
     HookRunner,
     TaskSandbox,
     end_hooks,
     guarded,
+    log_network,
     start_hooks,
     task_sandbox,
     task_skills,
@@ -31,8 +41,8 @@ from runner.run.guard import (
 )
 from runner.run.session.checks import structured_result
 from runner.run.session.child import run_child
-from runner.run.session.header import error_kind, session_header, tool_drift
-from runner.run.session.judge import judge_completion
+from runner.run.session.header import end_log, error_kind, session_header, tool_drift, totals_of
+from runner.run.session.judge import agent_failure_reason, judge_completion
 from runner.run.session.requirements import GitState, git_state
 from runner.run.session.tools import check_tool_patterns, task_system_prompt
 from runner.run.telemetry import Progress, traced_llm, traced_tools
@@ -51,7 +61,7 @@ from runner.run.turn import (
     native_model,
     run_loop,
 )
-from runner.sessionlog import LogWriteError, SessionLogWriter
+from runner.sessionlog import EventStream, LogWriteError, SessionLogWriter
 from runner.settings import Settings
 from runner.task import Task
 from runner.toolcall import ToolSpec
@@ -79,6 +89,8 @@ class RunContext:
     """Sub-agents' models other than their task's, by `PROVIDER:MODEL`, made on first use."""
     progress: Progress = field(default_factory=Progress)
     """Live progress lines on the console (runner.run.telemetry.progress); off by default."""
+    events: EventStream | None = None
+    """`--events`: where every session log's records are streamed too (sub-agents' as well)."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +110,8 @@ class ResumePoint:
     """The parent ran in a worktree: its `head` and `patch` (runner.run.session.isolation)."""
     results: tuple[NativeResult, ...] = ()
     """Native mode: results the appended message owes the parent's last calls."""
+    findings: tuple[Finding, ...] = ()
+    """The parent's findings (DESIGN 21): the resumed task reports them with its own."""
 
 
 @dataclass
@@ -118,6 +132,7 @@ class _State:
     children: list[str] = field(default_factory=list)
     sandbox: TaskSandbox | None = None
     """What confines the task's commands (runner.run.guard.sandboxing)."""
+    findings: FindingSink = field(default_factory=lambda: FindingSink(None))
     """Session ids of the sub-agents the task started (runner.run.agents)."""
 
 
@@ -127,7 +142,7 @@ async def run_task(
     """Run one task in its sandbox and return its outcome; never raises for a task-level failure."""
     async with task_sandbox(task, ctx.settings, ctx.say) as sandbox:
         outcome = await _run_task(task, llm, ctx, resume, sandbox)
-    return dataclasses.replace(outcome, sandbox=sandbox.record)
+    return dataclasses.replace(outcome, sandbox=sandbox.final())
 
 
 async def _run_task(
@@ -138,7 +153,7 @@ async def _run_task(
     if sandbox.record.status == "degraded":
         state.early_warnings.append(sandbox.record.line())
     state.budget = Budget(limits.max_turns, limits.max_tokens, limits.max_cost_usd, ctx.run_budget)
-    state.budget.reserve_output_tokens = ctx.settings.max_output_tokens
+    state.budget.reserve_output_tokens = max_output_tokens_for(llm.model, ctx.settings)
     if resume is not None:
         used = resume.budget_used
         state.budget.turns = used.turns
@@ -147,7 +162,8 @@ async def _run_task(
         state.budget.usage = Usage(
             used.input_tokens, used.output_tokens, used.cache_read_tokens, used.cache_write_tokens
         )
-    redactor = ctx.redactor.with_secrets(task.secrets)
+    redactor = ctx.redactor.with_secrets((*task.secrets, *sandbox.secrets))
+    state.findings = FindingSink.of(task, redactor.text, lambda: state.budget.turns, resume)
     status: Status
     try:
         status, kind, reason = await _run(task, llm, ctx, resume, state, redactor)
@@ -169,11 +185,13 @@ async def _run_task(
             with contextlib.suppress(LogWriteError):
                 state.log.warning(traceback.format_exc())
         ctx.say(redactor.text(traceback.format_exc()))
-    totals = _totals(state)
+    if status == "passed" and (gate := state.findings.gate(ctx.settings.fail_on)):
+        status, kind, reason, code = "failed", "findings", gate, ExitCode.FAILED  # DESIGN 21
+    totals = totals_of(state.budget, state.started)
     result = state.completion.result if state.completion else ""
     if status != "interrupted" and state.log is not None and not state.log.ended:
         await end_hooks(state.hooks, status, reason)  # not on the way out after a signal
-    lost = _end_log(state, status, reason, totals, result, kind)
+    lost = end_log(state.log, status, reason, totals, result, kind)
     if lost is not None and code in (ExitCode.OK, ExitCode.FAILED, ExitCode.BUDGET):
         # The outcome stands in JUnit and the summary, but the log that backs it is incomplete.
         status, kind, reason, code = "error", "artifacts", str(lost), lost.exit_code
@@ -194,36 +212,7 @@ async def _run_task(
             structured_result(result, task.spec.success.expect) if status == "passed" else None
         ),
         child_sessions=tuple(state.children),
-    )
-
-
-def _end_log(
-    state: _State, status: Status, reason: str, totals: Totals, result: str, kind: str
-) -> LogWriteError | None:
-    """Write the log's end line and close it; the error when the log cannot be written."""
-    log = state.log
-    if log is None or log.ended:
-        return None
-    try:
-        log.end(status, reason, totals, result or None, kind=kind)
-    except LogWriteError as error:
-        with contextlib.suppress(LogWriteError):
-            log.close()
-        return error
-    return None
-
-
-def _totals(state: _State) -> Totals:
-    usage = state.budget.usage
-    return Totals(
-        turns=state.budget.turns,
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cache_read_tokens=usage.cache_read_tokens,
-        cache_write_tokens=usage.cache_write_tokens,
-        cost_usd=round(state.budget.cost_usd, 6),
-        tool_calls=state.budget.tool_calls,
-        duration_s=round(time.monotonic() - state.started, 3),
+        findings=state.findings.result(),
     )
 
 
@@ -242,7 +231,7 @@ async def _run(
         policy=task.spec.tools,
         workdir=task.workdir,
         # A folder name cannot be masked once written: no secret of the task name in it.
-        artifacts_dir=ctx.out_dir / "mcp-logs" / redactor.text(task.name).replace("*", "_"),
+        artifacts_dir=ctx.out_dir / "mcp-logs" / _logs_name(task, redactor),
         startup_timeout_s=settings.mcp_startup_timeout_s,
         default_tool_timeout_s=tool_timeout,
         base_env=ctx.env,
@@ -259,7 +248,7 @@ async def _run(
                 task, lambda line: _early_warning(state, ctx, redactor, f"[{task.name}] {line}")
             )
             own = tools_with_skills(task, hub.tools, hub.allowed_tools, skills)
-            tools = offered_tools(task, own)
+            tools = offered_tools(task, state.findings.tools(own))
             check_tool_patterns(task, [*hub.tools, *tools])
             system = task_system_prompt(
                 task, settings, tools, ctx.env, mask=redactor.text, skills=skills
@@ -279,7 +268,8 @@ async def _run(
                 lambda: state.budget.turns,
                 mask=redactor.text,
             )
-            state.executor = guarded(task, hub, own, skills, state.hooks)
+            executor = guarded(task, hub, own, skills, state.hooks)
+            state.executor = state.findings.wrap(executor, state.log)
             # Everything imported and built so far lives for the whole run; the collector need not
             # walk it again. Without this, every full collection walks the SDKs' ~200k objects and
             # stalls a turn for over 100 ms.
@@ -305,10 +295,12 @@ def _open_log(
     header = session_header(
         task, llm, ctx.run_id, resume.parent_id if resume else None, sandbox, system, tools
     )
-    state.log = SessionLogWriter.create(ctx.out_dir, header, redactor)
+    state.log = SessionLogWriter.create(ctx.out_dir, header, redactor, events=ctx.events)
     for line in state.early_warnings:
         state.log.warning(line)
     state.early_warnings.clear()
+    proxy = state.sandbox.proxy if state.sandbox else None  # its `network` events, from now on
+    log_network(proxy, state.log, lambda: state.budget.turns, lambda x: _warn(ctx, redactor, x))
 
 
 async def _converse(
@@ -383,7 +375,13 @@ async def _converse(
                     native=native,
                 )
                 if state.completion.status == "failure":
-                    return "failed", "agent", "the agent reported failure"
+                    return (
+                        "failed",
+                        "agent",
+                        agent_failure_reason(
+                            state.completion.result, ctx.redactor.with_secrets(task.secrets).text
+                        ),
+                    )
                 attempt = success.retries - attempts_left + 1
                 verdict = await judge_completion(
                     task,
@@ -417,6 +415,11 @@ async def _converse(
         report = await wind_down.final_report(limit, llm, system, messages, log, cost_of, ctx.say)
         state.completion = report or state.completion
         raise
+
+
+def _logs_name(task: Task, redactor: Redactor) -> str:
+    """The MCP logs' folder: the task's name (a sample's with `.i`), no secret in it."""
+    return redactor.text(task.name).replace("*", "_") + (f".{task.sample}" if task.of else "")
 
 
 def _warn(ctx: RunContext, redactor: Redactor, line: str) -> None:

@@ -1,16 +1,22 @@
-"""Git mechanics of `isolation: worktree` (DESIGN 15): make, diff and remove a task's worktree.
+"""Git mechanics of `isolation: worktree` (DESIGN 15, 18): make, diff and remove a task's worktree.
 
-A task's worktree is a detached `git worktree` of its workdir's repository at HEAD, in a fresh
-temporary folder, plus the checkout's uncommitted changes: tracked modifications (staged or not)
-and untracked files that are not ignored. No branch or ref is created. The task's change is
-`git diff --binary HEAD` of everything in the worktree (after `git add -A` in the worktree's own
-index), so its patch holds the carried-over changes and the task's together, relative to HEAD:
-`git apply` takes it on a clean checkout of that commit. `git add` writes blob objects into the
-repository's object store; nothing refers to them, and `git gc` removes them in time.
+Before the task starts, the runner snapshots its workdir's checkout as a commit of its own
+(`snapshot`, HEAD as its parent, no ref): HEAD plus the uncommitted changes, tracked
+modifications (staged or not) and untracked files that are not ignored, but the run's artifacts
+folder. The task's worktree is a detached `git worktree` at that commit, in a fresh temporary
+folder. The task's change is the difference between the snapshot and the worktree at the end,
+limited to the task's workdir: a task that changed nothing leaves no patch, the carried-over
+changes are in no patch, and `git apply` takes the patch on the original checkout as it is,
+uncommitted changes included. The snapshot's objects stay in the repository's object store
+(nothing refers to them; `git gc` removes them in time), so resume on that checkout starts from
+the snapshot again.
 
-Git runs with hooks off (`core.hooksPath=/dev/null`) and without the `GIT_DIR`-style variables that
-would point it at another repository.
-"""
+Every `add`, `read-tree`, `apply`, `diff` and commit runs in a `Shadow`
+(`runner.run.session.gitsafe`): the minimal environment, the git folder recorded before the
+agent ran, no repository config, so no filter, hook or fsmonitor of the repository's runs, at the
+start (a checkout an earlier task in place may have written) or the end. The commands that run
+with the repository's own config (rev-parse, `worktree add --no-checkout`, `worktree prune`)
+run no such program either, and get the same environment and options."""
 
 from __future__ import annotations
 
@@ -23,7 +29,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.errors import ConfigError, ExitCode, RunnerError
+from runner.errors import ConfigError
+from runner.run.session.gitsafe import (
+    GIT_TIMEOUT_S,
+    SAFE_CONFIG,
+    GitError,
+    Shadow,
+    git_env,
+    record_folder,
+    run_git,
+)
 
 __all__ = [
     "GitError",
@@ -35,23 +50,10 @@ __all__ = [
     "task_diff",
 ]
 
-_REDIRECTS = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_COMMON_DIR",
-)
-_SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "gc.auto=0")
 _NO_GIT = "isolation: worktree needs git, and git is not installed (not on PATH)"
+_DIFF = ("--binary", "--no-ext-diff", "--no-textconv", "--no-color")
 _locks: dict[Path, asyncio.Lock] = {}
 """One lock per repository: `git worktree add/remove` of two tasks at once race on its files."""
-
-
-class GitError(RunnerError):
-    """A git command the worktree needs failed (an infrastructure error, exit 4)."""
-
-    exit_code = ExitCode.INFRASTRUCTURE
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,10 @@ class Worktree:
     repository: Repository
     path: Path
     """The worktree's top folder."""
+    shadow: Shadow
+    """The runner's git folder over it (see `runner.run.session.gitsafe`)."""
+    snapshot: str
+    """The commit of the task's starting state (HEAD plus the carried-over changes)."""
 
     @property
     def workdir(self) -> Path:
@@ -80,35 +86,8 @@ class Worktree:
         return self.path / self.repository.subdir
 
 
-def _env(env: Mapping[str, str]) -> dict[str, str]:
-    clean = {k: v for k, v in env.items() if k not in _REDIRECTS}
-    clean.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C")
-    return clean
-
-
-async def _git(
-    cwd: Path, env: Mapping[str, str], *args: str, stdin: bytes | None = None
-) -> tuple[int, bytes, str]:
-    """(exit code, stdout, stderr) of `git ARGS` in `cwd`."""
-    try:
-        process = await asyncio.create_subprocess_exec(
-            "git",
-            *_SAFE,
-            *args,
-            cwd=cwd,
-            env=_env(env),
-            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-    except FileNotFoundError:
-        raise ConfigError(_NO_GIT) from None
-    out, err = await process.communicate(stdin)
-    return process.returncode or 0, out, err.decode("utf-8", errors="replace").strip()
-
-
 async def _must(cwd: Path, env: Mapping[str, str], *args: str, stdin: bytes | None = None) -> bytes:
-    code, out, err = await _git(cwd, env, *args, stdin=stdin)
+    code, out, err = await run_git(cwd, git_env(env), *args, stdin=stdin)
     if code != 0:
         raise GitError(f"git {' '.join(args[:2])} failed in {cwd}: {err or f'exit {code}'}")
     return out
@@ -144,10 +123,17 @@ def repository_of(workdir: Path, env: Mapping[str, str], head: str | None = None
 def _git_now(cwd: Path, env: Mapping[str, str], *args: str) -> tuple[int, bytes, str]:
     try:
         done = subprocess.run(
-            ["git", *_SAFE, *args], cwd=cwd, env=_env(env), capture_output=True, check=False
+            ["git", *SAFE_CONFIG, *args],
+            cwd=cwd,
+            env=git_env(env),
+            capture_output=True,
+            check=False,
+            timeout=GIT_TIMEOUT_S,
         )
     except FileNotFoundError:
         raise ConfigError(_NO_GIT) from None
+    except subprocess.TimeoutExpired:
+        return -1, b"", f"git {args[0]} took over {GIT_TIMEOUT_S:g}s"
     return done.returncode, done.stdout, done.stderr.decode("utf-8", errors="replace").strip()
 
 
@@ -158,18 +144,43 @@ async def create_worktree(
     carry: bool,
     exclude: tuple[Path, ...] = (),
     patch: Path | None = None,
+    snapshot: str | None = None,
 ) -> Worktree:
-    """A fresh worktree of `repo` at its head; with `carry`, the checkout's uncommitted changes
-    copied in (except files under `exclude`), then `patch` applied when given."""
+    """A fresh worktree of `repo`. With `carry`, at a snapshot of the checkout as it is (HEAD
+    plus its uncommitted changes, but files under `exclude`); else at `snapshot` (a resumed
+    session's start) when the repository has it, or at its head. Then `patch` applied."""
+    if carry:
+        start = await _snapshot_checkout(repo, env, exclude)
+    elif snapshot and await _has_commit(repo, env, snapshot):
+        start = snapshot
+    else:
+        start = repo.head
     path = Path(tempfile.mkdtemp(prefix="agent-runner-worktree-"))
     async with _locks.setdefault(repo.top, asyncio.Lock()):
-        await _must(repo.top, env, "worktree", "add", "--detach", "--force", str(path), repo.head)
-    tree = Worktree(repo, path)
+        await _must(
+            repo.top,
+            env,
+            "worktree",
+            "add",
+            "--detach",
+            "--force",
+            "--no-checkout",
+            str(path),
+            start,
+        )
+    folder = await asyncio.to_thread(record_folder, path, env)
+    if folder is None:
+        await _remove(repo.top, path, env)
+        raise GitError(f"git worktree add made no git work tree in {path}")
+    shadow = Shadow(folder, path, start)
+    tree = Worktree(repo, path, shadow, start)
     try:
-        if carry:
-            await _carry_changes(repo, tree, env, exclude)
+        # The checkout, by the shadow: no smudge filter or hook of the repository's runs. Its
+        # index, file times and all, becomes the worktree's own, for the agent's git.
+        await shadow.must(env, "read-tree", "-u", "--reset", start)
+        await asyncio.to_thread(shutil.copyfile, shadow.path / "index", folder.git_dir / "index")
         if patch is not None and patch.stat().st_size:
-            await _must(path, env, "apply", "--binary", "--whitespace=nowarn", str(patch))
+            await shadow.must(env, "apply", "--binary", "--whitespace=nowarn", str(patch))
     except BaseException:
         with contextlib.suppress(Exception):
             await remove_worktree(tree, env)
@@ -177,42 +188,65 @@ async def create_worktree(
     return tree
 
 
-async def _carry_changes(
-    repo: Repository, tree: Worktree, env: Mapping[str, str], exclude: tuple[Path, ...]
-) -> None:
-    tracked = await _must(repo.top, env, "diff", "--binary", "HEAD")
-    if tracked:
-        await _must(tree.path, env, "apply", "--binary", "--whitespace=nowarn", stdin=tracked)
-    listed = await _must(repo.top, env, "ls-files", "--others", "--exclude-standard", "-z")
-    names = filter(None, listed.decode("utf-8", errors="surrogateescape").split("\0"))
-    # Copies off the event loop: a checkout may hold many untracked files.
-    await asyncio.to_thread(_copy_untracked, repo.top, tree.path, list(names), exclude)
+async def _has_commit(repo: Repository, env: Mapping[str, str], commit: str) -> bool:
+    code, _, _ = await run_git(
+        repo.top, git_env(env), "rev-parse", "--verify", "-q", f"{commit}^{{commit}}"
+    )
+    return code == 0
 
 
-def _copy_untracked(top: Path, into: Path, names: list[str], exclude: tuple[Path, ...]) -> None:
-    for name in names:
-        source = top / name
-        if any(source.is_relative_to(folder) for folder in exclude):
-            continue  # the run's own artifacts folder, when it lies inside the checkout
-        target = into / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if source.is_symlink():
-            target.symlink_to(source.readlink())
-        elif source.is_file():
-            shutil.copy2(source, target)
+async def _snapshot_checkout(
+    repo: Repository, env: Mapping[str, str], exclude: tuple[Path, ...]
+) -> str:
+    """Commit the checkout as it is, HEAD as the parent: `git add -A` (but `exclude`) into a
+    shadow index seeded from the checkout's own, then `write-tree` and `commit-tree`."""
+    folder = await asyncio.to_thread(record_folder, repo.top, env)
+    if folder is None:
+        raise GitError(f"{repo.top} is no longer a git work tree")
+    shadow = Shadow(folder, repo.top, repo.head)
+    skip = [
+        f":(top,exclude){out.relative_to(repo.top).as_posix()}"
+        for out in exclude
+        if out.is_relative_to(repo.top) and out != repo.top
+    ]
+    try:
+        # Seeded from the checkout's index, git hashes only the files whose times changed; an
+        # index the shadow cannot read (a split index) is replaced by HEAD's tree.
+        with contextlib.suppress(OSError):
+            await asyncio.to_thread(
+                shutil.copyfile, folder.git_dir / "index", shadow.path / "index"
+            )
+        if await shadow.add(env, ":(top)", *skip):
+            await shadow.must(env, "read-tree", repo.head)
+            if problem := await shadow.add(env, ":(top)", *skip):
+                raise GitError(f"git add failed in {repo.top}: {problem}")
+        found = (await shadow.must(env, "write-tree")).decode().strip()
+        message = b"agent-runner: the task's starting state (HEAD plus uncommitted changes)\n"
+        commit = await shadow.must(env, "commit-tree", found, "-p", repo.head, stdin=message)
+    finally:
+        shadow.close()
+    return commit.decode().strip()
 
 
 async def task_diff(tree: Worktree, env: Mapping[str, str]) -> bytes:
-    """Everything in the worktree that differs from its head, new files included, as a patch."""
-    await _must(tree.path, env, "add", "-A", "--", ".")
-    return await _must(tree.path, env, "diff", "--cached", "--binary", tree.repository.head)
+    """What the task changed in its workdir since the snapshot, new files included, as a patch
+    with paths relative to the repository's top."""
+    where = tree.repository.subdir.as_posix()
+    if problem := await tree.shadow.add(env, where):
+        raise GitError(f"git add failed in {tree.path}: {problem}")
+    return await tree.shadow.must(env, "diff", "--cached", *_DIFF, tree.snapshot, "--", where)
 
 
 async def remove_worktree(tree: Worktree, env: Mapping[str, str]) -> None:
-    """Remove the worktree's folder and git's record of it."""
-    top = tree.repository.top
+    """Remove the worktree's folder, git's record of it, and the runner's shadow git folder."""
+    tree.shadow.close()
+    await _remove(tree.repository.top, tree.path, env)
+
+
+async def _remove(top: Path, path: Path, env: Mapping[str, str]) -> None:
+    # The folder goes first, by the runner's own hand: `git worktree remove` would read the
+    # worktree's `.git` file, which the agent may have pointed anywhere. Then `prune` drops
+    # git's record of a worktree whose folder is gone.
+    await asyncio.to_thread(shutil.rmtree, path, True)
     async with _locks.setdefault(top, asyncio.Lock()):
-        code, _, _ = await _git(top, env, "worktree", "remove", "-f", "-f", str(tree.path))
-        if code != 0:
-            shutil.rmtree(tree.path, ignore_errors=True)
-        await _git(top, env, "worktree", "prune")
+        await run_git(top, git_env(env), "worktree", "prune")

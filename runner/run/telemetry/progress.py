@@ -18,9 +18,10 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TextIO
 
+from runner.llm import InFlight, track
 from runner.report import format_cost, format_duration, format_tokens
 from runner.run.turn import Budget
 
@@ -45,6 +46,8 @@ class TaskProgress:
     """The task's budget (turns, usage, cost so far), once its session has one."""
     last_tool: str = ""
     """The tool the agent ran last."""
+    in_flight: InFlight = field(default_factory=InFlight)
+    """What the task waits for now: the model call streaming, the tool running."""
 
     def facts(self) -> str:
         """`turn=3 tokens=12.3k cost=$0.0123`, plus `last tool=NAME` once one ran."""
@@ -52,6 +55,11 @@ class TaskProgress:
         tokens = format_tokens(budget.usage.total)
         text = f"turn={budget.turns} tokens={tokens} cost={format_cost(budget.cost_usd)}"
         return f"{text} last tool={self.last_tool}" if self.last_tool else text
+
+    def beat(self) -> str:
+        """The heartbeat's facts: `facts()` and what is in flight."""
+        now = self.in_flight.describe()
+        return f"{self.facts()} in flight: {now}" if now else self.facts()
 
 
 class _Modes(Protocol):
@@ -97,7 +105,8 @@ class Progress:
         self._running[name] = tracked
         beat = asyncio.create_task(self._heartbeat(tracked)) if self.enabled else None
         try:
-            yield tracked
+            with track(tracked.in_flight):
+                yield tracked
         finally:
             if self._running.get(name) is tracked:
                 del self._running[name]
@@ -113,6 +122,14 @@ class Progress:
         tracked.budget = budget
         return ProgressEvents(events, self, tracked)
 
+    def watch_child(self, parent: str, agent: str, budget: Budget, events: Any) -> Any:
+        """`watch` for a sub-agent's session: its turns and retries show under its parent's
+        name (`parent > agent`)."""
+        if not self.enabled or parent not in self._running:
+            return events
+        tracked = TaskProgress(f"{parent} > {agent}", time.monotonic(), budget)
+        return ProgressEvents(events, self, tracked)
+
     def line(self, label: str, name: str, text: str) -> None:
         """One progress line, aligned with the START/PASS/FAIL lines."""
         self._emit(f"{label:<{_LABEL_WIDTH}}  {name}  {text}")
@@ -121,7 +138,7 @@ class Progress:
         while True:
             await asyncio.sleep(self.interval_s)
             elapsed = format_duration(time.monotonic() - tracked.started)
-            self.line("RUNNING", tracked.name, f"{elapsed} {tracked.facts()}")
+            self.line("RUNNING", tracked.name, f"{elapsed} {tracked.beat()}")
 
 
 class ProgressEvents:
@@ -156,6 +173,7 @@ class ProgressEvents:
         if len(why) > _REASON_LIMIT:
             why = why[: _REASON_LIMIT - 1] + "…"
         code = f" (HTTP {status})" if status is not None else ""
+        why = why.removeprefix(f"HTTP {status}: ")  # the reason may start with the code too
         self._progress.line(
             "RETRY",
             self._tracked.name,

@@ -52,6 +52,9 @@ class Budget:
     """Tool calls a policy refused (counted in `tool_calls` too)."""
     reserve_output_tokens: int = 0
     """Output tokens a model call is assumed to use while it runs (the `max_output_tokens`)."""
+    reserved_usd: float = 0.0
+    """The estimates of this session's model calls under way, and of its sub-agents' (held
+    against `max_cost_usd` as the run's are against its cap; see `reservation`)."""
 
     def check(self) -> None:
         """Raise LimitExceeded when a limit leaves no room for another model call."""
@@ -73,15 +76,17 @@ class Budget:
 
     @contextmanager
     def reservation(self, estimate_usd: float) -> Iterator[None]:
-        """Hold `estimate_usd` of the run's cost cap while a model call is under way.
+        """Hold `estimate_usd` of the run's cost cap, and of the task's `max_cost_usd` (for a
+        sub-agent: of its own and every parent's), while a model call is under way.
 
-        Concurrent tasks see each other's calls before they are paid: a call starts only while
-        what is spent and held stays under the cap. The caller charges the real cost right after
-        (no await in between), so the cap is passed by at most the last call admitted, plus what
-        calls cost beyond their estimate (docs/limits.md).
+        Concurrent tasks (and concurrent sub-agents of one task) see each other's calls before
+        they are paid: a call starts only while what is spent and held stays under each cap.
+        The caller charges the real cost right after (no await in between), so a cap is passed
+        by at most the last call admitted, plus what calls cost beyond their estimate
+        (docs/limits.md).
 
         Raises:
-            LimitExceeded: the run's cap is already spent or held.
+            LimitExceeded: the run's cap, or a task's cost limit, is already spent or held.
         """
         cap = self.run.max_cost_usd
         held = self.run.spent_usd + self.run.reserved_usd
@@ -91,11 +96,36 @@ class Budget:
                 f"run cost cap reached (${self.run.spent_usd:.4f} spent and "
                 f"${self.run.reserved_usd:.4f} held by calls under way, of ${cap:.2f})",
             )
+        holders = list(self.cost_holders())
+        for budget in holders:
+            budget.refuse_when_held(budget is not self)
         self.run.reserved_usd += estimate_usd
+        for budget in holders:
+            budget.reserved_usd += estimate_usd
         try:
             yield
         finally:
             self.run.reserved_usd -= estimate_usd
+            for budget in holders:
+                budget.reserved_usd -= estimate_usd
+
+    def cost_holders(self) -> Iterator[Budget]:
+        """The budgets whose `max_cost_usd` a model call of this session counts against: its
+        own (a sub-agent's budget adds its parents')."""
+        yield self
+
+    def refuse_when_held(self, parent: bool) -> None:
+        """LimitExceeded when what this budget spent and holds leaves nothing of its cost limit:
+        concurrent sub-agents see each other's calls before they are paid."""
+        cap = self.max_cost_usd
+        if cap is None or self.cost_usd + self.reserved_usd < cap:
+            return
+        whose = "the parent's cost limit" if parent else "cost limit"
+        raise LimitExceeded(
+            "cost",
+            f"{whose} reached (${self.cost_usd:.4f} spent and ${self.reserved_usd:.4f} held "
+            f"by calls under way, of ${cap:.2f})",
+        )
 
     def charge(self, usage: Usage, cost_usd: float) -> None:
         self.usage = self.usage + usage

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
-from runner.llm import LLM, Message, MessageChars, Usage
+from runner.llm import LLM, Message, MessageChars, Usage, activity, context_window_of
 from runner.run.turn.budget import Budget
 from runner.run.turn.native import cleared, transcript_text
 
@@ -71,6 +71,15 @@ class Compactor:
         self._ratio = ratio
         self._keep_messages = 2 * keep_turns
         self._chars = MessageChars()
+
+    async def follow_window(self) -> int | None:
+        """Take the model's window as the provider knows it now (one that learns it from the
+        replies changes it); the new window when it changed, else None."""
+        window = await context_window_of(self._llm)
+        if window is None or window == self._window:
+            return None
+        self._window = window
+        return window
 
     def _limit(self) -> int | None:
         return int(self._window * self._ratio) if self._window else None
@@ -138,7 +147,8 @@ class Compactor:
             if len(transcript) > room:
                 transcript = "[... the oldest part is left out ...]\n" + transcript[-room:]
         request = [Message("user", f"TASK:\n{messages[0].content}\n\nHISTORY:\n{transcript}")]
-        reply = await self._llm.complete(SUMMARY_PROMPT, request)
+        with activity("model call (compaction summary)"):
+            reply = await self._llm.complete(SUMMARY_PROMPT, request)
         # One counted model call: its tokens and cost go to the task's budget.
         self._budget.charge(reply.usage, self._cost_of(reply.usage))
         summary = reply.text.strip()

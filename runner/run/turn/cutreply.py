@@ -6,6 +6,11 @@ never closes. That call is not run (the XML scanner already refuses an unclosed 
 call's cut JSON fails to parse); its error tells the model that its reply hit the output limit
 and to go on in smaller steps. Calls complete before the cut run as usual.
 
+A cut reply with no complete tool call at all (a local model that rambled until its window was
+full: 5,000 tokens of nothing it can use) stays whole in the session log, but only its head and
+tail stay in the context (`context_text`, DESIGN section 23): the next request would otherwise
+carry all of it, and overflow a small window.
+
 Limits: a reply whose only call was cut ran nothing, so it counts as a reply without a tool call
 (three in a row end the task as failed, `runner.run.turn.loop.MAX_REPLIES_WITHOUT_TOOL`); every cut
 reply is a turn like any other. Each cut is a `warning` event in the session log.
@@ -19,10 +24,30 @@ from collections.abc import Sequence
 from runner.llm import Reply
 from runner.toolcall import CallError, ToolCall
 
-__all__ = ["CUT_REASONS", "cut_items", "cut_notice", "was_cut"]
+__all__ = ["CUT_KEEP_CHARS", "CUT_REASONS", "context_text", "cut_items", "cut_notice", "was_cut"]
 
 CUT_REASONS = frozenset({"length", "max_tokens"})
 """Stop reasons that mean the reply hit its output limit (OpenAI, Anthropic)."""
+
+
+CUT_KEEP_CHARS = 2000
+"""Characters of a useless cut reply's head, and of its tail, that stay in the context."""
+
+
+def context_text(reply: Reply, items: Sequence[ToolCall | CallError]) -> str | None:
+    """What stays in the context of a reply cut at the output limit with no complete tool call:
+    its head and tail with a note between. None when the reply is kept whole (not cut, a call
+    to run, or short enough)."""
+    text = reply.text
+    if not was_cut(reply) or any(isinstance(item, ToolCall) for item in items):
+        return None
+    if len(text) <= 3 * CUT_KEEP_CHARS:
+        return None
+    left_out = len(text) - 2 * CUT_KEEP_CHARS
+    return (
+        f"{text[:CUT_KEEP_CHARS]}\n[... {left_out} characters of this reply, which was cut at the"
+        f" output limit, are left out of the context ...]\n{text[-CUT_KEEP_CHARS:]}"
+    )
 
 
 def was_cut(reply: Reply) -> bool:

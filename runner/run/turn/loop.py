@@ -14,11 +14,11 @@ from functools import partial
 from typing import Any, Literal, Protocol
 
 from runner.errors import ContextLengthError
-from runner.llm import LLM, Message, NativeTools, Reply, RetryEvent, Usage
+from runner.llm import LLM, Message, NativeTools, Reply, RetryEvent, Usage, activity
 from runner.run.turn.batch import SEQUENTIAL, Concurrency, batches, gather_in_order
 from runner.run.turn.budget import Budget
 from runner.run.turn.compaction import CompactionSink, Compactor
-from runner.run.turn.cutreply import cut_items, cut_notice, was_cut
+from runner.run.turn.cutreply import context_text, cut_items, cut_notice, was_cut
 from runner.run.turn.native import native_fields, native_items, results_message
 from runner.run.turn.replybounds import DEFAULT_BOUNDS, ReplyBounds, ResultRoom, split_calls
 from runner.toolcall import (
@@ -74,6 +74,7 @@ class EventSink(CompactionSink, Protocol):
         *,
         tool_calls: Sequence[Mapping[str, Any]] | None = None,
         tool_results: Sequence[Mapping[str, Any]] | None = None,
+        context: str | None = None,
     ) -> None: ...
 
     def model_call(
@@ -152,13 +153,13 @@ async def run_loop(
         await compactor.maybe_compact(messages, turn=budget.turns)
         reply = await _call_model(llm, system, messages, events, budget, compactor, cost_of, native)
         turn = budget.turns
-        record_reply(reply, turn, messages, events, cost_of)
         if native is not None:
             items = native_items(reply, by_name, unlisted)
             last_cut = bool(items) and isinstance(items[-1], CallError)
         else:
             parsed = parse_reply(reply.text, by_name, unlisted=unlisted)
             items, last_cut = parsed.items, parsed.truncated
+        record_reply(reply, turn, messages, events, cost_of, context_text(reply, items))
         # A call cut at the output limit is not run; a reply with only that ran nothing.
         found, only_cut = cut_items(reply, items, last_cut=last_cut, events=events, turn=turn)
         if not found or only_cut:
@@ -186,10 +187,21 @@ async def run_loop(
 
 
 def record_reply(
-    reply: Reply, turn: int, messages: list[Message], events: EventSink, cost_of: Any
+    reply: Reply,
+    turn: int,
+    messages: list[Message],
+    events: EventSink,
+    cost_of: Any,
+    context: str | None = None,
 ) -> None:
-    """Add the model's reply to the context and log it with its `model_call` event."""
-    _add(messages, events, Message("assistant", reply.text, reply.calls), turn)
+    """Add the model's reply to the context and log it with its `model_call` event. `context`:
+    the text the context keeps instead of the whole reply (which the log keeps)."""
+    if context is None:
+        _add(messages, events, Message("assistant", reply.text, reply.calls), turn)
+    else:
+        messages.append(Message("assistant", context, reply.calls))
+        fields = native_fields(messages[-1])
+        events.message("assistant", reply.text, turn, context=context, **fields)
     events.model_call(
         turn,
         latency_s=reply.latency_s,
@@ -222,14 +234,32 @@ async def _call_model(
     estimate = cost_of(Usage(compactor.estimate(messages), budget.reserve_output_tokens))
     with budget.reservation(estimate):
         try:
-            reply = await llm.complete(system, messages, on_retry=on_retry, **tools)
+            with activity("model call"):
+                reply = await llm.complete(system, messages, on_retry=on_retry, **tools)
         except ContextLengthError:
-            # The provider counted more than our estimate: compact hard and retry once.
+            # The provider counted more than our estimate (or saw an overflow the server could
+            # not word): compact hard, to the window it may just have learned, and retry once.
+            await _follow_window(compactor, events)
             await compactor.compact(messages, turn=budget.turns, force=True)
-            reply = await llm.complete(system, messages, on_retry=on_retry, **tools)
+            with activity("model call"):
+                reply = await llm.complete(system, messages, on_retry=on_retry, **tools)
+    await _follow_window(compactor, events)
     budget.turns = turn
     budget.charge(reply.usage, cost_of(reply.usage))
     return reply
+
+
+async def _follow_window(compactor: Compactor, events: EventSink) -> None:
+    """Compact to the window the provider learned from the server's replies (DESIGN 23), and
+    say so in the log."""
+    window = await compactor.follow_window()
+    warn = getattr(events, "warning", None)
+    if window is not None and callable(warn):
+        warn(
+            f"context window: {window} tokens from now on, learned from the server's replies"
+            " (it does not say its window; set `models: {NAME: {context_window: N}}` in the"
+            " config to give it)"
+        )
 
 
 async def _run_items(
@@ -278,7 +308,8 @@ async def _run_items(
 
 async def _timed_call(executor: ToolExecutor, call: ToolCall) -> tuple[ToolResult, float]:
     started = time.monotonic()
-    result = await executor.call(call.name, call.arguments)
+    with activity(f"tool {call.name}"):
+        result = await executor.call(call.name, call.arguments)
     return result, round(time.monotonic() - started, 4)
 
 

@@ -161,6 +161,8 @@ class WindDown:
         self.budget.turns = turn
         self.budget.charge(reply.usage, cost_of(reply.usage))
         record_reply(reply, turn, messages, events, cost_of)
+        # The reason says why the task's turns are one over the limit (`turns=4 ... (3/3)`).
+        limit.args = (f"{limit}; then one last call, tools off, for the final report",)
         return Completion(_report_text(reply.text), "failure")
 
 

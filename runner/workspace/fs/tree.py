@@ -12,6 +12,7 @@ import pathspec
 
 from runner.workspace.fs.beneath import open_beneath
 from runner.workspace.fs.confined_read import DEFAULT_PROMPT_FILE_BYTES, read_confined
+from runner.workspace.fs.repo_ignore import repository_rules
 
 __all__ = ["IgnoreRules", "Listing", "gitignore_rules", "is_ignored", "list_tree", "walk_entries"]
 
@@ -60,7 +61,8 @@ def walk_entries(
     root: Path, start: Path, *, recursive: bool
 ) -> Iterator[tuple[str, os.DirEntry[str]]]:
     """(path relative to `root`, entry) under `start`, sorted by name within each folder, each
-    folder before its contents; `.git` and what the .gitignore files from `root` down ignore are
+    folder before its contents; `.git` and what the repository's ignore files (from its root, and
+    `.git/info/exclude`: repo_ignore) and the .gitignore files from `root` down ignore are
     skipped. The workspace's list_files and the search worker both walk with it.
 
     Folders are read through descriptors: `start` opened beneath `root`, each subfolder from its
@@ -68,7 +70,8 @@ def walk_entries(
     the root while the walk runs is not listed."""
     parts = start.relative_to(root).parts
     folders = [root.joinpath(*parts[:depth]) for depth in range(len(parts) + 1)]
-    rules = [rule for folder in folders for rule in gitignore_rules(folder)]
+    rules = repository_rules(root, DEFAULT_PROMPT_FILE_BYTES)
+    rules += [rule for folder in folders for rule in gitignore_rules(folder)]
     try:
         fd = open_beneath(root, "/".join(parts) or ".", _FOLDER)
     except OSError:
@@ -105,12 +108,13 @@ def _walk_entries(
 def list_tree(
     root: Path, limit: int, recursive: bool = True, max_file_bytes: int = DEFAULT_PROMPT_FILE_BYTES
 ) -> Listing:
-    """Breadth-first listing of `root`, honouring every .gitignore on the way, at most `limit`.
+    """Breadth-first listing of `root`, honouring every .gitignore on the way (and those of the
+    repository above it: repo_ignore), at most `limit`.
 
     Each .gitignore is read only as `gitignore_rules` allows, at most `max_file_bytes` of it.
     """
     paths: list[str] = []
-    queue: deque[tuple[Path, IgnoreRules]] = deque([(root, [])])
+    queue = deque([(root, repository_rules(root, max_file_bytes))])
     while queue:
         folder, inherited = queue.popleft()
         rules = [*inherited, *gitignore_rules(folder, root, max_file_bytes)]

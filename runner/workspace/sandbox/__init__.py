@@ -7,7 +7,8 @@ is the script run by path before a command under Landlock; `seccomp` the filter 
 refuses unix sockets); `probing` picks the backend once per run and tries each property the record
 claims.
 `reaper` is the helper process that kills the command groups still running when the runner dies
-without cleaning up.
+without cleaning up. `hosts`, `proxy`, `netpath` and `forwarder` are the network allowlist
+(DESIGN 19): its rules, the proxy outside the sandbox, and the only path to it from inside.
 """
 
 from __future__ import annotations
@@ -23,7 +24,11 @@ from runner.workspace.sandbox.backends import (
     toolchain_dirs,
 )
 from runner.workspace.sandbox.bwrap import masked_roots
+from runner.workspace.sandbox.hosts import HostRule, match_rule, parse_rule, rule_problems
+from runner.workspace.sandbox.landlock import abi_version as landlock_abi
+from runner.workspace.sandbox.netpath import NetPath, interpreter_dirs, proxied
 from runner.workspace.sandbox.probing import PROPERTIES, Probe, probe
+from runner.workspace.sandbox.proxy import Connection, NetworkProxy, ProxyLimits
 from runner.workspace.sandbox.reaper import Reaper, shared_reaper
 from runner.workspace.sandbox.shell import (
     TRACE_ENV,
@@ -57,4 +62,15 @@ __all__ = [
     "run_to_end",
     "shared_reaper",
     "toolchain_dirs",
+    "Connection",
+    "HostRule",
+    "NetPath",
+    "NetworkProxy",
+    "ProxyLimits",
+    "interpreter_dirs",
+    "landlock_abi",
+    "match_rule",
+    "parse_rule",
+    "proxied",
+    "rule_problems",
 ]

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Literal
 
 from runner.workspace.sandbox.bwrap import bwrap_argv
+from runner.workspace.sandbox.netpath import INSIDE_PORT, NetPath
 
 __all__ = [
     "BACKEND_CHOICES",
@@ -73,6 +74,8 @@ class Sandbox:
     readable: tuple[Path, ...] = ()
     """Folders kept readable inside a hidden one (a git worktree's git folders, the toolchains
     on PATH)."""
+    proxy: NetPath | None = None
+    """The allowlist proxy, the only way out when `network` is off (DESIGN 19; `netpath`)."""
 
     @property
     def home(self) -> Path:
@@ -94,7 +97,13 @@ class Sandbox:
             options += [arg for path in rw for arg in ("--write", str(path))]
             options += [] if self.network else ["--no-network"]
             options += [] if filter_fd is None else ["--seccomp-fd", str(filter_fd)]
+            options += self.proxy.landlock_options() if self.proxy else []
             return [self.executable, "-I", "-S", str(_LANDLOCK_SCRIPT), *options, "--", *command]
+        if self.proxy is not None:
+            # The forwarder's relay must reach the proxy's unix socket: it loads the filter
+            # itself, in the process that execs the command, after forking the relay.
+            command = self.proxy.bwrap_command(command, filter_fd)
+            filter_fd = None
         return bwrap_argv(
             self.executable,
             command,
@@ -114,6 +123,7 @@ class Sandbox:
             value = getattr(self, name)
             if isinstance(value, tuple):
                 value = [str(path) for path in value]
+            value = value.as_json() if isinstance(value, NetPath) else value
             data[name] = str(value) if isinstance(value, Path) else value
         return json.dumps(data)
 
@@ -133,6 +143,7 @@ class Sandbox:
                 writable=tuple(Path(p) for p in data["writable"]),
                 hidden=tuple(Path(p) for p in data["hidden"]),
                 readable=tuple(Path(p) for p in data["readable"]),
+                proxy=NetPath.from_json(data["proxy"]) if data.get("proxy") else None,
             )
         except (KeyError, TypeError, json.JSONDecodeError) as exc:
             raise ValueError(f"not a sandbox: {exc}") from None
@@ -140,7 +151,13 @@ class Sandbox:
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
         """`env` with HOME and the temp folder variables pointing into the scratch folder."""
         tmp = str(self.tmp)
-        return {**env, "HOME": str(self.home), "TMPDIR": tmp, "TMP": tmp, "TEMP": tmp}
+        proxy = self._proxy_env()
+        return {**env, "HOME": str(self.home), "TMPDIR": tmp, "TMP": tmp, "TEMP": tmp, **proxy}
+
+    def _proxy_env(self) -> dict[str, str]:
+        if self.proxy is None:
+            return {}
+        return self.proxy.env(INSIDE_PORT if self.backend == "bwrap" else self.proxy.port)
 
 
 _FIELDS = (
@@ -152,6 +169,7 @@ _FIELDS = (
     "writable",
     "hidden",
     "readable",
+    "proxy",
 )
 SANDBOX_ENV = "AGENT_RUNNER_WORKSPACE_SANDBOX"
 """The variable that hands a stdio workspace server its task's sandbox (`Sandbox.to_json`)."""

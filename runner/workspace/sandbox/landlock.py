@@ -47,6 +47,8 @@ _SCOPE_ABSTRACT_UNIX, _SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
 _READ = _EXECUTE | _READ_FILE | _READ_DIR
 _DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
 FAILED_EXIT = 125
+_PROXY_PORTS: list[int] = []
+"""`--proxy-port`: the allowlist proxy's TCP port, the only one commands may connect to."""
 _L = ctypes.c_long
 
 
@@ -128,6 +130,10 @@ def _parse(argv: list[str]) -> tuple[list[str], list[str], list[str], bool, list
             filter_fd = int(argv[index + 1])
             index += 2
             continue
+        if option == "--proxy-port" and index + 1 < len(argv) and argv[index + 1].isdigit():
+            _PROXY_PORTS.append(int(argv[index + 1]))  # connect to it only (DESIGN 19)
+            index += 2
+            continue
         lists = {"--hide": hidden, "--read": readable, "--write": writable}
         if option not in lists or index + 1 >= len(argv):
             raise ValueError(f"unknown option {option!r}")
@@ -185,6 +191,12 @@ def restrict(hidden: list[str], readable: list[str], writable: list[str], networ
     code = libc.syscall(_L(_CREATE_RULESET), ctypes.byref(attr), _L(size), _L(0))
     ruleset = _check(code, "create_ruleset")
     try:
+        for port in _PROXY_PORTS if attr.handled_access_net else ():
+            rule = _NetPortAttr(_NET_CONNECT_TCP, port)
+            code = libc.syscall(
+                _L(_ADD_RULE), _L(ruleset), _L(_RULE_NET_PORT), ctypes.byref(rule), _L(0)
+            )
+            _check(code, f"connect to port {port}")
         for root in readable_roots(hidden):
             _add_path(libc, ruleset, root, _READ, handled, follow=root == "/" or not hidden)
         for folder in readable:

@@ -26,6 +26,7 @@ from anyio.abc import ByteReceiveStream, Process
 
 from runner.settings import environ
 from runner.workspace.sandbox.backends import current
+from runner.workspace.sandbox.netpath import unconfined_env
 from runner.workspace.sandbox.seccomp import filter_pipe
 
 __all__ = [
@@ -82,6 +83,8 @@ async def open_shell(
         if sandbox is not None:
             argv = sandbox.argv(argv, cwd, filter_fd)
             env = sandbox.env(env if env is not None else environ())
+        elif proxy_env := unconfined_env():  # an allowlist no backend enforces (DESIGN 19)
+            env = {**(env if env is not None else environ()), **proxy_env}
         process = await anyio.open_process(
             argv,
             stdin=stdin,

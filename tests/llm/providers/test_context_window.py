@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from runner.errors import ContextLengthError
-from runner.llm.base import Message, MessageChars
+from runner.llm.base import Message, MessageChars, Usage
+from runner.llm.models import UNKNOWN_MODEL_MAX_OUTPUT, max_output_tokens_for
 from runner.llm.providers.context_window import (
     ContextWindow,
     ServerFacts,
@@ -15,7 +16,7 @@ from runner.llm.providers.context_window import (
     reply_limit,
 )
 from runner.llm.retry import is_context_length, stream_error
-from runner.settings import ModelInfo
+from runner.settings import ModelInfo, Settings
 from tests.fakes.llama_server import LlamaServer
 from tests.fakes.model_server import Step
 
@@ -135,3 +136,66 @@ def test_the_running_count_adds_appends_and_recounts_anything_else() -> None:
     assert counter.count(history) == 11
     counter.reset()  # ...until it is told
     assert counter.count(history) == 2
+
+
+def _unknown_window() -> ContextWindow:
+    return ContextWindow("local-unknown", {}, None, None)
+
+
+async def test_a_length_stop_short_of_the_limit_teaches_an_unknown_window() -> None:
+    window = _unknown_window()
+    planned = await window.plan("s", [Message("user", "x" * 4000)], 4096)
+    assert planned.max_tokens == 4096 and await window.get() is None
+    window.succeeded(planned, Usage(input_tokens=5000, output_tokens=3192), "length")
+    assert await window.get() == 8192
+    # From then on requests are clamped to it.
+    later = await window.plan("s", [Message("user", "x" * 24000)], 4096)
+    assert later.max_tokens < 4096
+
+
+@pytest.mark.parametrize(
+    ("usage", "stop"),
+    [
+        (Usage(input_tokens=5000, output_tokens=4096), "length"),  # the limit stopped it
+        (Usage(input_tokens=5000, output_tokens=3000, estimated=True), "length"),  # a guess
+        (Usage(input_tokens=5000, output_tokens=3000), "stop"),  # it just finished
+    ],
+    ids=["at_the_limit", "estimated_usage", "not_cut"],
+)
+async def test_other_replies_teach_nothing(usage: Usage, stop: str) -> None:
+    window = _unknown_window()
+    planned = await window.plan("s", [Message("user", "hi")], 4096)
+    window.succeeded(planned, usage, stop)
+    assert await window.get() is None
+
+
+async def test_a_known_window_is_not_relearned_from_a_length_stop() -> None:
+    window = ContextWindow("gpt-4o", {}, None, None)  # the table's 128k
+    planned = await window.plan("s", [Message("user", "hi")], 4096)
+    window.succeeded(planned, Usage(input_tokens=10, output_tokens=100), "length")
+    assert await window.get() == 128_000
+
+
+async def test_a_reasonless_stream_end_is_an_overflow_once_and_only_past_the_largest_success() -> (
+    None
+):
+    window = _unknown_window()
+    small = await window.plan("s", [Message("user", "x" * 400)], 4096)
+    # The first request: nothing succeeded yet, so a cut stream is a broken stream (retried).
+    assert window.broken_stream(small).kind == "broken_stream"
+    window.succeeded(small, Usage(input_tokens=100, output_tokens=5), "stop")
+    assert window.broken_stream(small).kind == "broken_stream"  # no larger than a success
+    large = await window.plan("s", [Message("user", "x" * 40_000)], 4096)
+    guess = window.broken_stream(large)
+    assert is_context_length(guess)
+    assert await window.get() == large.prompt_tokens  # at most this prompt
+    # Straight after (the compacted retry broke too): a broken stream, retried as today.
+    assert window.broken_stream(large).kind == "broken_stream"
+
+
+def test_an_unknown_model_gets_a_moderate_reply_limit_unless_configured() -> None:
+    assert max_output_tokens_for("local-unknown", Settings()) == UNKNOWN_MODEL_MAX_OUTPUT
+    assert max_output_tokens_for("gpt-4o", Settings()) == 8192
+    assert max_output_tokens_for("local-unknown", Settings(max_output_tokens=9000)) == 9000
+    entry = ModelInfo(context_window=32_000, max_output_tokens=2000)
+    assert max_output_tokens_for("local-unknown", Settings(models={"local-unknown": entry})) == 2000

@@ -122,3 +122,37 @@ async def test_one_gate_per_provider_and_server_and_none_when_switched_off() -> 
     elsewhere = CallTarget("openai", "m", "http://127.0.0.1:2/v1", None)
     assert gate_for(elsewhere, policy) is not gate_for(TARGET, policy)
     assert gate_for(TARGET, RetrySettings(shared_limiter=False)) is None
+
+
+async def test_a_waiter_cancelled_just_before_a_release_ends_cancelled_and_leaks_no_slot() -> None:
+    # The race of issue 32: the waiter is cancelled, and `release()` runs before the waiting
+    # task's own handler. `_give_back` drops the cancelled future from the queue itself, so the
+    # handler must not try to remove it again (that was `ValueError: ... is not in deque`).
+    gate = RateGate()
+    await gate.acquire()
+    gate.release(too_many(None), ok=False)  # limit 1, nothing in flight
+    await gate.acquire()  # the one slot is taken
+    waiting = asyncio.ensure_future(gate.acquire())
+    await asyncio.sleep(0)  # queued
+    waiting.cancel()
+    gate.release()  # before the waiting task has run its handler
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert gate.in_flight == 0 and not gate._waiting
+    await asyncio.wait_for(gate.acquire(), 1)  # the slot is free for the next task
+    assert gate.in_flight == 1
+
+
+async def test_a_waiter_woken_then_cancelled_gives_its_slot_back() -> None:
+    gate = RateGate()
+    await gate.acquire()
+    gate.release(too_many(None), ok=False)  # limit 1
+    await gate.acquire()
+    waiting = asyncio.ensure_future(gate.acquire())
+    await asyncio.sleep(0)
+    gate.release()  # wakes the waiter: the slot is taken for it
+    assert gate.in_flight == 1
+    waiting.cancel()  # before it ran on
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert gate.in_flight == 0

@@ -90,11 +90,50 @@ def test_deny_rules_match_the_real_path_through_a_symlink(tmp_path: Path) -> Non
     assert refusal is not None
 
 
-def test_allow_rules_must_match_every_piece_of_a_command(tmp_path: Path) -> None:
+def test_allow_rules_match_a_single_simple_command(tmp_path: Path) -> None:
     rules = gate(tmp_path, allow=["execute_command(echo *)", "execute_command(ls*)"])
-    assert rules.refusal(COMMAND, {"command": "echo a && ls -l"}) is None
+    assert rules.refusal(COMMAND, {"command": "echo a"}) is None
+    assert rules.refusal(COMMAND, {"command": "echo 'a; b' \"c && d\""}) is None
     refusal = rules.refusal(COMMAND, {"command": "echo a; rm -rf build"})
     assert refusal is not None and "permissions.allow" in refusal
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git status > FILE",
+        "git status >> FILE",
+        "git status 2>/tmp/x",
+        "> .github/x",
+        "git status < /etc/passwd",
+        "git status | sh",
+        "git status; rm -rf /",
+        "git status && rm -rf /",
+        "git status || rm -rf /",
+        "git status & rm -rf /",
+        "git status\nrm -rf /",
+        "(git status)",
+        "git status $(rm -rf /)",
+        "git status `rm -rf /`",
+        'git status "$(rm -rf /)"',
+        "git status <(rm -rf /)",
+        "GIT_EXTERNAL_DIFF=evil git status",
+        "git status 'unterminated",
+    ],
+)
+def test_an_allow_rule_never_matches_a_compound_command(tmp_path: Path, command: str) -> None:
+    rules = gate(tmp_path, allow=["execute_command(git status*)"])
+    refusal = rules.refusal(COMMAND, {"command": command})
+    assert refusal is not None and "single simple command" in refusal
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["echo `git push`", "(cd x; git push)", "git status | git push", "diff <(git push) x"],
+)
+def test_deny_rules_match_any_simple_command_inside(tmp_path: Path, command: str) -> None:
+    rules = gate(tmp_path, deny=["execute_command(git push*)"])
+    assert rules.refusal(COMMAND, {"command": command}) is not None
 
 
 def test_allow_rules_match_the_real_path(tmp_path: Path) -> None:

@@ -3,6 +3,8 @@ by them."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from runner.llm import Usage
@@ -52,3 +54,35 @@ def test_the_childs_own_turn_limit_holds() -> None:
     with pytest.raises(LimitExceeded) as caught:
         child.check()
     assert caught.value.kind == "turns"
+
+
+def test_concurrent_children_hold_their_calls_against_the_parents_cost_limit() -> None:
+    """Four sub-agents at once: each call's estimate is held against the parent's limit while
+    it runs, so the fourth cannot start before the others are paid (it overshot by 63 %)."""
+    run = RunBudget(max_cost_usd=100.0)
+    task = Budget(max_cost_usd=1.0, run=run)
+    children = [ChildBudget(run=run, parent=task) for _ in range(4)]
+    with contextlib.ExitStack() as calls:
+        for child in children[:3]:
+            calls.enter_context(child.reservation(0.375))
+        assert task.reserved_usd == 1.125
+        with pytest.raises(LimitExceeded) as caught:
+            calls.enter_context(children[3].reservation(0.375))
+        assert caught.value.kind == "cost" and "the parent's cost limit" in str(caught.value)
+        assert "held by calls under way" in str(caught.value)
+    assert task.reserved_usd == 0 and run.reserved_usd == 0
+    with children[3].reservation(0.375):  # the others are done: it may start now
+        assert task.reserved_usd == 0.375
+
+
+def test_a_grandchilds_call_is_held_against_every_ancestor() -> None:
+    task = Budget(max_cost_usd=1.0)
+    child = ChildBudget(parent=task, max_cost_usd=5.0)
+    grandchild = ChildBudget(parent=child)
+    with grandchild.reservation(0.25):
+        assert (task.reserved_usd, child.reserved_usd, grandchild.reserved_usd) == (
+            0.25,
+            0.25,
+            0.25,
+        )
+    assert task.reserved_usd == child.reserved_usd == 0

@@ -93,10 +93,14 @@ def test_resume_finds_the_patch_beside_the_sessions_folder(tmp_path: Path) -> No
     record = {"isolation": {"mode": "worktree", "head": HEAD, "patch": "patches/t.patch"}}
     assert parent_worktree(header(record), log) == {
         "head": HEAD,
+        "snapshot": "",
         "patch": str(tmp_path / "out" / "patches" / "t.patch"),
     }
     gone = {"isolation": {"mode": "worktree", "head": HEAD, "patch": "patches/none.patch"}}
-    assert parent_worktree(header(gone), log) == {"head": HEAD, "patch": ""}
+    assert parent_worktree(header(gone), log) == {"head": HEAD, "snapshot": "", "patch": ""}
+    snapshot = "b" * 40
+    record["isolation"]["snapshot"] = snapshot
+    assert parent_worktree(header(record), log)["snapshot"] == snapshot  # type: ignore[index]
     assert parent_worktree(header({}), log) is None
 
 
@@ -107,6 +111,7 @@ def test_resume_finds_the_patch_beside_the_sessions_folder(tmp_path: Path) -> No
         {"mode": "worktree", "head": HEAD, "patch": "../../etc/passwd"},
         {"mode": "worktree", "head": HEAD, "patch": "patches/../../x.patch"},
         {"mode": "worktree", "head": HEAD, "patch": "/etc/passwd"},
+        {"mode": "worktree", "head": HEAD, "snapshot": "--orphan", "patch": "patches/t.patch"},
     ],
 )
 def test_an_edited_header_is_refused(tmp_path: Path, record: dict[str, str]) -> None:

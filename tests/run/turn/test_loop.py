@@ -126,6 +126,9 @@ class Compactor:
     def estimate(self, messages: list[Message]) -> int:
         return sum(m.chars for m in messages) // 4
 
+    async def follow_window(self) -> int | None:
+        return None
+
     async def compact(self, messages: list[Message], *, turn: int, force: bool = False) -> None:
         self.forced.append((turn, force))
         messages[1:] = [Message("user", "summary")]

@@ -1,7 +1,9 @@
 """Command line: argparse -> settings -> commands. The one place that turns errors into exit codes.
 
 Nothing here imports an LLM or MCP SDK at module level, so `--version` and `--help` stay fast;
-each command imports what it needs when it runs.
+each command imports what it needs when it runs. The flags of `run`, `resume` and `list` are in
+`flags` (their handlers in `commands`); a mistyped flag or command gets a "did you mean"
+(`suggest`).
 """
 
 from __future__ import annotations
@@ -14,12 +16,15 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from runner import __version__
+from runner.cli.commands import parse_params
+from runner.cli.flags import add_list, add_params, add_resume, add_run, common
+from runner.cli.suggest import SuggestingParser
 from runner.errors import ConfigError, ExitCode, RunnerError
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "entry", "main", "parse_params"]
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -37,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit code."""
     signal.signal(signal.SIGTERM, _on_sigterm)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # a usage error exits 2 here, with a "did you mean"
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()
@@ -47,12 +52,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args)
     except RunnerError as exc:
-        print(f"agent-runner: {exc}", file=sys.stderr)
-        if exc.exit_code == ExitCode.USAGE:
-            from runner.run import annotate_config_error
+        from runner.run import report_error
 
-            annotate_config_error(str(exc), json_output=getattr(args, "output", "") == "json")
-        return exc.exit_code
+        # stdout is one JSON document (--output json) or the event stream (--events -).
+        json_output = getattr(args, "output", "") == "json"
+        taken = json_output or getattr(args, "events", "") == "-"
+        return report_error(exc, json_output=json_output, stdout_taken=taken)
     except BaseExceptionGroup as group:
         # Task groups wrap errors; an operator error inside one is still an operator error.
         leaf = _first_runner_error(group)
@@ -136,7 +141,7 @@ def _first_runner_error(group: BaseExceptionGroup[BaseException]) -> RunnerError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = SuggestingParser(
         prog="agent-runner",
         description="Run LLM agents non-interactively: task files in; exit codes, JUnit, "
         "session logs and step summaries out.",
@@ -145,97 +150,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"agent-runner {__version__}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
-    _add_run(commands)
-    _add_resume(commands)
+    add_run(commands)
+    add_resume(commands)
+    add_list(commands)
     _add_validate(commands)
     _add_prompt(commands)
     _add_log(commands)
     _add_report(commands)
     _add_mcp(commands)
     return parser
-
-
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--config", type=Path, metavar="FILE", help="config file instead of ./agent-runner.yaml"
-    )
-    parser.add_argument(
-        "--log-level",
-        choices=["debug", "info", "warning", "error"],
-        help="verbosity of the runner's own diagnostics",
-    )
-
-
-def _run_options(parser: argparse.ArgumentParser) -> None:
-    _common(parser)
-    parser.add_argument("--model", metavar="PROVIDER:MODEL", help="model for every task")
-    parser.add_argument(
-        "--out", type=Path, metavar="DIR", help="artifacts folder (default: agent-runs/)"
-    )
-    parser.add_argument("--junit", type=Path, metavar="PATH", help="JUnit XML report path")
-    parser.add_argument("--max-cost-usd", type=float, metavar="X", help="cost cap for the run")
-    parser.add_argument(
-        "--output", choices=["text", "json"], default="text", help="console summary format"
-    )
-    parser.add_argument("--sandbox", choices=["auto", "required", "off"], help="mode of every task")
-    parser.add_argument("--sandbox-backend", choices=["auto", "bwrap", "landlock", "none"])
-    parser.add_argument("--tool-mode", choices=["xml", "native", "auto"], help="for every task")
-    parser.add_argument("-q", "--quiet", action="store_true", help="failures and summary only")
-    parser.add_argument("-v", "--verbose", action="store_true", help="a line per turn; transcripts")
-
-
-def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    run = commands.add_parser(
-        "run", help="run task files", description="Run task files (files, directories or globs)."
-    )
-    run.add_argument("paths", nargs="+", metavar="PATH")
-    _run_options(run)
-    run.add_argument("--jobs", type=int, metavar="N", help="tasks run at once")
-    run.add_argument("--shard", metavar="K/N", help="run only shard K of N (1-based)")
-    run.add_argument("--filter", action="append", metavar="GLOB", help="task names to run")
-    _add_params(run, "set a declared param (repeatable)")
-    run.add_argument("--fail-fast", action="store_true", help="stop at the first failed task")
-    run.add_argument("--isolation", choices=["none", "worktree"], help="tasks in git worktrees")
-    run.add_argument("--keep-worktrees", action="store_true", help="do not remove the worktrees")
-    run.set_defaults(handler=_run)
-
-
-def _add_resume(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    resume = commands.add_parser(
-        "resume",
-        help="continue sessions from their logs",
-        description="Continue sessions from their logs, in the checkout where resume runs. A "
-        "directory resumes, per task, its latest session when that did not pass.",
-    )
-    resume.add_argument("paths", nargs="+", metavar="LOG_OR_DIR")
-    resume.add_argument("--message", help="the user message to continue with")
-    _run_options(resume)
-    resume.add_argument("--max-turns", type=int, help="raise the turn limit")
-    resume.add_argument("--max-tokens", type=int, help="raise the token limit")
-    resume.add_argument("--task-max-cost-usd", type=float, help="raise the per-task cost limit")
-    resume.add_argument("--timeout", help="raise the wall-time limit (90s, 20m, 1h)")
-    _add_resume_sources(resume)
-    resume.set_defaults(handler=_resume)
-
-
-def _add_resume_sources(resume: argparse.ArgumentParser) -> None:
-    _add_params(resume, "a param of the task file (the log's params are not reused)")
-    resume.add_argument(
-        "--workdir",
-        type=Path,
-        metavar="DIR",
-        help="run the tools in DIR instead of the task's workdir in this checkout",
-    )
-    resume.add_argument(
-        "--from-log",
-        action="store_true",
-        help="when the task file is missing, run the task as the log recorded it: its success "
-        "check, extension commands and servers run as written in the log",
-    )
-
-
-def _add_params(parser: argparse.ArgumentParser, help_text: str) -> None:
-    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help=help_text)
 
 
 def _add_validate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -245,8 +168,8 @@ def _add_validate(commands: argparse._SubParsersAction[argparse.ArgumentParser])
         description="Check task files and config; print every problem as file:line: message.",
     )
     validate.add_argument("paths", nargs="+", metavar="PATH")
-    _add_params(validate, "set a declared param (repeatable)")
-    _common(validate)
+    add_params(validate, "set a declared param (repeatable)")
+    common(validate)
     validate.set_defaults(handler=_validate)
 
 
@@ -259,8 +182,8 @@ def _add_prompt(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     prompt.add_argument("task", metavar="TASK", help="a task file")
     prompt.add_argument("--name", help="which task of a suite file")
-    prompt.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
-    _common(prompt)
+    add_params(prompt, "set a declared param (repeatable)")
+    common(prompt)
     prompt.set_defaults(handler=_prompt)
 
 
@@ -281,7 +204,9 @@ def _add_log(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="export a session log (html: also every log of a run folder, as one page)",
     )
     export.add_argument("log", type=Path, metavar="LOG|DIR")
-    export.add_argument("--format", choices=["json", "markdown", "html"], default="json")
+    export.add_argument(
+        "--format", choices=["json", "markdown", "html"], default="json", help="default: json"
+    )
     export.add_argument("-o", "--output", type=Path, metavar="FILE", help="write here, not stdout")
     export.set_defaults(handler=_log_export)
 
@@ -291,13 +216,15 @@ def _add_report(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     sub = report.add_subparsers(title="report commands", metavar="COMMAND")
     merge = sub.add_parser(
         "merge",
-        help="merge shard JUnit files (and their summary.json) into one",
-        description="Merge JUnit XML files from shards into one. With --summary, also merge "
-        "the shards' summary.json files (written to summary.json beside OUT unless "
-        "--summary-output says otherwise).",
+        help="merge shard JUnit files (and their summary.json, findings.sarif, review.json)",
+        description="Merge JUnit XML files from shards into one, and the findings.sarif and "
+        "review.json beside them. With --summary, also merge the shards' summary.json files "
+        "(written to summary.json beside OUT unless --summary-output says otherwise).",
     )
     merge.add_argument("inputs", nargs="+", type=Path, metavar="JUNIT")
-    merge.add_argument("-o", "--output", type=Path, required=True, metavar="OUT")
+    merge.add_argument(
+        "-o", "--output", type=Path, required=True, metavar="OUT", help="the merged JUnit file"
+    )
     merge.add_argument(
         "--summary",
         nargs="+",
@@ -332,69 +259,6 @@ def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     workspace.set_defaults(handler=_mcp_workspace)
 
 
-def parse_params(pairs: Sequence[str]) -> dict[str, str]:
-    """`KEY=VALUE` pairs from `--param`."""
-    params: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--param {pair!r}: write it as KEY=VALUE")
-        params[key.strip()] = value
-    return params
-
-
-def _settings_and_options(args: argparse.Namespace) -> tuple[Any, Any]:
-    from runner.run import RunOptions
-    from runner.settings import load_settings
-    from runner.workspace import make_undumpable
-
-    make_undumpable()  # run, resume: commands must not read the API keys in /proc/PID/environ
-
-    overrides = {
-        "jobs": getattr(args, "jobs", None),
-        "out": args.out,
-        "max_cost_usd": args.max_cost_usd,
-        "log_level": args.log_level,
-        "sandbox_mode": args.sandbox,
-        "sandbox_backend": args.sandbox_backend,
-        "tool_mode": getattr(args, "tool_mode", None),
-    }
-    settings = load_settings(overrides, config_file=args.config)
-    options = RunOptions(
-        out=settings.out,
-        junit=args.junit,
-        output=args.output,
-        quiet=args.quiet,
-        verbose=args.verbose,
-        fail_fast=getattr(args, "fail_fast", False),
-        isolation=getattr(args, "isolation", None),
-        keep_worktrees=getattr(args, "keep_worktrees", False),
-    )
-    return settings, options
-
-
-def _run(args: argparse.Namespace) -> int:
-    from runner.run import run_tasks
-
-    settings, options = _settings_and_options(args)
-    return run_tasks(
-        args.paths,
-        parse_params(args.param),
-        (args.filter, args.shard),
-        args.model,
-        settings,
-        options,
-    )
-
-
-def _resume(args: argparse.Namespace) -> int:
-    from runner.run import resume_sessions
-
-    settings, options = _settings_and_options(args)
-    args.params = parse_params(args.param)
-    return resume_sessions(args.paths, args, settings, options)
-
-
 def _validate(args: argparse.Namespace) -> int:
     from runner.run import validate
 
@@ -424,8 +288,6 @@ def _log_show(args: argparse.Namespace) -> int:
 def _log_export(args: argparse.Namespace) -> int:
     from runner.sessionlog import export_html, export_json, export_markdown
 
-    if args.format != "html" and args.log.is_dir():
-        raise ConfigError(f"--format {args.format} exports one log file; only html takes a folder")
     exporters = {"json": export_json, "markdown": export_markdown, "html": export_html}
     text = exporters[args.format](args.log)
     if args.output is None:
@@ -439,10 +301,11 @@ def _log_export(args: argparse.Namespace) -> int:
 
 
 def _report_merge(args: argparse.Namespace) -> int:
-    from runner.report import merge_summaries
+    from runner.report import merge_findings, merge_summaries
     from runner.report.junit import merge_junit
 
     merge_junit(args.inputs, args.output)
+    merge_findings(args.inputs, args.output)  # DESIGN 21: the SARIF and review bodies beside
     if args.summary:
         summary_out = args.summary_output or args.output.with_name("summary.json")
         merge_summaries(args.summary, summary_out, junit=args.output)
