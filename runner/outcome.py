@@ -74,6 +74,12 @@ class SandboxRecord:
     """Commands had the host's network (always, unless enforced)."""
     writable: tuple[str, ...] = ()
     """Folders writable besides the workdir and the private HOME and TMPDIR."""
+    enforced: tuple[str, ...] = ()
+    """The properties the run's probe tried and found held (DESIGN 18): `fs`, `caps`, `net`,
+    `pid`, `sockets` (`net` only when the task has no network)."""
+    missing: tuple[str, ...] = ()
+    """The properties the probe tried and found not held (`reason` says what it managed); all
+    of them when `degraded`."""
     allowlist: tuple[str, ...] = ()
     """The hosts of `sandbox.network` when it is a list (DESIGN 19); () when on or off."""
     allowlist_enforced: bool = False
@@ -83,7 +89,7 @@ class SandboxRecord:
     """Connections the proxy allowed and refused; set when the task has ended."""
 
     def line(self) -> str:
-        """`sandbox: enforced (bwrap); network: off; writable: workdir, build`."""
+        """`sandbox: enforced (bwrap); network: off; writable: workdir; confined: fs, ...`."""
         head = {
             "enforced": f"enforced ({self.backend})",
             "degraded": f"degraded ({self.reason})",
@@ -95,8 +101,14 @@ class SandboxRecord:
         writable = ", ".join(("workdir", *self.writable))
         network = "on" if self.network else "off"
         if self.allowlist:
-            return f"sandbox: {head}{self._allowlist_line()}; writable: {writable}"
-        return f"sandbox: {head}; network: {network}; writable: {writable}"
+            line = f"sandbox: {head}{self._allowlist_line()}; writable: {writable}"
+        else:
+            line = f"sandbox: {head}; network: {network}; writable: {writable}"
+        if self.enforced:
+            line += f"; confined: {', '.join(self.enforced)}"
+        if self.missing:
+            line += f"; not confined: {', '.join(self.missing)} ({self.reason})"
+        return line
 
     def _allowlist_line(self) -> str:
         """`; network: allowlist (not enforced); connections: 3 allowed, 1 refused`."""
@@ -119,6 +131,8 @@ class SandboxRecord:
             "reason": self.reason or None,
             "network": self.network,
             "writable": list(self.writable),
+            "enforced": list(self.enforced),
+            "missing": list(self.missing),
             **self._allowlist_json(),
         }
 

@@ -79,55 +79,75 @@ class Skill:
         return found
 
 
-def discover_skills(declared: Sequence[Path], workdir: Path) -> tuple[list[Skill], list[Problem]]:
+def discover_skills(
+    declared: Sequence[Path], workdir: Path, skipped: list[Problem] | None = None
+) -> tuple[list[Skill], list[Problem]]:
     """Skills of the `declared` folders, then of the workdir's `.agents/skills`; and problems as
-    `file:line` problems (a declared folder that does not exist, bad front matter, a clash)."""
+    `file:line` problems (a declared folder that does not exist, bad front matter, a clash).
+
+    The workdir's skills are the repository's: a problem with one of them (a folder that links
+    out, bad front matter) skips that skill and goes to `skipped` (for a warning), never to the
+    problems that stop a task: a repository can switch off its own skills, not the runner
+    (DESIGN 18)."""
     skills: dict[str, Skill] = {}
     problems: list[Problem] = []
-    sources = [(folder, True) for folder in declared]
-    sources.append((workdir / WORKDIR_SKILLS, False))
-    for source, required in sources:
-        if not source.is_dir():
-            if required:
-                problems.append(
-                    Problem(
-                        str(source),
-                        0,
-                        0,
-                        "skills",
-                        "the declared skill folder does not exist",
-                        "create it, or fix the task's `skills:` path",
-                    )
-                )
-            continue
-        if not required and not source.resolve().is_relative_to(workdir.resolve()):
-            problems.append(Problem(str(source), 0, 0, "", "links out of the workdir; refused"))
-            continue
-        for skill in _skills_in(source, problems):
-            first = skills.get(skill.name)
-            if first is not None:
-                problems.append(
-                    Problem(
-                        str(skill.folder / SKILL_FILE),
-                        1,
-                        1,
-                        "name",
-                        f"skill {skill.name!r} is also defined in {first.folder}",
-                        "give one of them another name",
-                    )
-                )
-            elif len(skills) >= MAX_SKILLS:
-                problems.append(Problem(str(source), 0, 0, "", f"more than {MAX_SKILLS} skills"))
-                break
-            else:
-                skills[skill.name] = skill
+    for folder in declared:
+        _add_source(folder, True, workdir, skills, problems)
+    _add_source(
+        workdir / WORKDIR_SKILLS, False, workdir, skills, skipped if skipped is not None else []
+    )
     return list(skills.values()), problems
+
+
+def _add_source(
+    source: Path, required: bool, workdir: Path, skills: dict[str, Skill], problems: list[Problem]
+) -> None:
+    """The skills of one source folder into `skills`; what is wrong into `problems`."""
+    if not source.is_dir():
+        if required:
+            problems.append(
+                Problem(
+                    str(source),
+                    0,
+                    0,
+                    "skills",
+                    "the declared skill folder does not exist",
+                    "create it, or fix the task's `skills:` path",
+                )
+            )
+        return
+    if not required and not source.resolve().is_relative_to(workdir.resolve()):
+        problems.append(Problem(str(source), 0, 0, "", "links out of the workdir; refused"))
+        return
+    for skill in _skills_in(source, problems):
+        first = skills.get(skill.name)
+        if first is not None:
+            problems.append(
+                Problem(
+                    str(skill.folder / SKILL_FILE),
+                    1,
+                    1,
+                    "name",
+                    f"skill {skill.name!r} is also defined in {first.folder}",
+                    "give one of them another name",
+                )
+            )
+        elif len(skills) >= MAX_SKILLS:
+            problems.append(Problem(str(source), 0, 0, "", f"more than {MAX_SKILLS} skills"))
+            return
+        else:
+            skills[skill.name] = skill
 
 
 def _skills_in(source: Path, problems: list[Problem]) -> list[Skill]:
     root = source.resolve()
     found = []
-    for entry in sorted(source.iterdir()):
+    try:
+        entries = sorted(source.iterdir())
+    except OSError as exc:  # unreadable: the source loses its skills, nothing more
+        problems.append(Problem(str(source), 0, 0, "", f"cannot list the folder ({exc.strerror})"))
+        return []
+    for entry in entries:
         file = entry / SKILL_FILE
         if not entry.is_dir() or not file.exists():
             continue

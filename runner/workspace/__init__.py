@@ -23,6 +23,7 @@ from runner.workspace.fs import (
 from runner.workspace.paths import Confinement, WorkspaceError
 from runner.workspace.sandbox import (
     BACKEND_CHOICES,
+    PROPERTIES,
     SANDBOX_ENV,
     TRACE_ENV,
     Connection,
@@ -41,6 +42,7 @@ from runner.workspace.sandbox import (
     kill_group,
     landlock_abi,
     make_undumpable,
+    masked_roots,
     match_rule,
     open_shell,
     parse_rule,
@@ -57,6 +59,7 @@ from runner.workspace.tools import DESCRIPTIONS, READ_ONLY, WorkspaceTools, erro
 
 __all__ = [
     "BACKEND_CHOICES",
+    "PROPERTIES",
     "SANDBOX_ENV",
     "Probe",
     "Sandbox",
@@ -65,6 +68,7 @@ __all__ = [
     "git_dirs",
     "kill_group",
     "make_undumpable",
+    "masked_roots",
     "open_shell",
     "read_pipe",
     "probe",

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.errors import Problem
 from runner.prompt import discover_skills, skills_section
 from runner.prompt.skills import MAX_SKILL_BYTES
 from runner.workspace import WorkspaceError
@@ -69,10 +70,10 @@ def test_a_missing_declared_folder_is_a_problem_but_a_missing_workdir_folder_is_
 
 def test_a_skill_folder_linking_out_of_its_source_is_refused(tmp_path: Path) -> None:
     write_skill(tmp_path / "outside", "evil")
-    source = tmp_path / "work" / ".agents" / "skills"
+    source = tmp_path / "declared"
     source.mkdir(parents=True)
     (source / "evil").symlink_to(tmp_path / "outside" / "evil")
-    skills, problems = discover_skills([], tmp_path / "work")
+    skills, problems = discover_skills([source], tmp_path / "work")
     assert skills == [] and "links out of" in problems[0].message
 
 
@@ -110,5 +111,18 @@ def test_a_workdir_skills_folder_linking_out_of_the_workdir_is_refused(tmp_path:
     write_skill(tmp_path / "elsewhere" / "skills", "alpha")
     (tmp_path / "work").mkdir()
     (tmp_path / "work" / ".agents").symlink_to(tmp_path / "elsewhere")
-    skills, problems = discover_skills([], tmp_path / "work")
-    assert skills == [] and "links out of the workdir" in problems[0].message
+    skipped: list[Problem] = []
+    skills, problems = discover_skills([], tmp_path / "work", skipped)
+    assert skills == [] and problems == []
+    assert "links out of the workdir" in skipped[0].message
+
+
+def test_a_symlinked_workdir_skill_is_skipped_and_the_others_stay(tmp_path: Path) -> None:
+    skills_dir = tmp_path / "work" / ".agents" / "skills"
+    write_skill(skills_dir, "alpha")
+    write_skill(tmp_path / "elsewhere", "beta")
+    (skills_dir / "beta").symlink_to(tmp_path / "elsewhere" / "beta")
+    skipped: list[Problem] = []
+    skills, problems = discover_skills([], tmp_path / "work", skipped)
+    assert [s.name for s in skills] == ["alpha"] and problems == []
+    assert "links out of" in skipped[0].message and "beta" in skipped[0].path

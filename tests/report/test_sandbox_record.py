@@ -24,6 +24,17 @@ from tests.report.samples import outcome, summary_of
             "sandbox: enforced (landlock); network: on; writable: workdir",
         ),
         (
+            SandboxRecord(
+                "enforced",
+                "landlock",
+                reason="pid: the runner's process is visible",
+                enforced=("fs", "caps", "net", "sockets"),
+                missing=("pid",),
+            ),
+            "sandbox: enforced (landlock); network: off; writable: workdir; confined: fs, caps,"
+            " net, sockets; not confined: pid (pid: the runner's process is visible)",
+        ),
+        (
             SandboxRecord("degraded", reason="bwrap: not installed"),
             "sandbox: degraded (bwrap: not installed)",
         ),
@@ -42,7 +53,9 @@ def test_a_task_without_a_record_has_no_sandbox_line() -> None:
 
 
 def test_summary_json_carries_the_record() -> None:
-    record = SandboxRecord("enforced", "bwrap", writable=("build",))
+    record = SandboxRecord(
+        "enforced", "bwrap", writable=("build",), enforced=("fs", "caps", "net", "pid", "sockets")
+    )
     data = summary_json(summary_of([replace(outcome("t", "passed"), sandbox=record)]))
     assert data["tasks"][0]["sandbox"] == {
         "status": "enforced",
@@ -50,5 +63,7 @@ def test_summary_json_carries_the_record() -> None:
         "reason": None,
         "network": False,
         "writable": ["build"],
+        "enforced": ["fs", "caps", "net", "pid", "sockets"],
+        "missing": [],
     }
     assert summary_json(summary_of([outcome("u", "passed")]))["tasks"][0]["sandbox"] is None

@@ -54,9 +54,11 @@ def with_config_hooks(tasks: list[Task], config_hooks: dict[str, Any]) -> list[T
     ]
 
 
-def _discover(task: Task) -> tuple[list[Skill], list[Problem]]:
+def _discover(
+    task: Task, skipped: list[Problem] | None = None
+) -> tuple[list[Skill], list[Problem]]:
     declared = [(task.file.parent / folder).resolve() for folder in task.spec.skills]
-    skills, problems = discover_skills(declared, task.workdir)
+    skills, problems = discover_skills(declared, task.workdir, skipped)
     return skills, [_at_declaration(task, declared, problem) for problem in problems]
 
 
@@ -75,17 +77,26 @@ def _where(task: Task, *key: str | int) -> tuple[int, int]:
     return task.where(key) if task.where is not None else (task.line, 1)
 
 
-def task_skills(task: Task) -> list[Skill]:
-    """The task's skills; TaskFileError lists every problem."""
-    skills, problems = _discover(task)
+def task_skills(task: Task, warn: Callable[[str], None] | None = None) -> list[Skill]:
+    """The task's skills; TaskFileError lists every problem of its declared skill folders. A
+    skill of the workdir's `.agents/skills` that cannot be used is skipped, with a `warn`ing."""
+    skipped: list[Problem] = []
+    skills, problems = _discover(task, skipped)
     if problems:
         raise TaskFileError(problems)
+    for problem in skipped:
+        if warn is not None:
+            warn(f"skill skipped: {problem}")
     return skills
 
 
-def feature_problems(task: Task) -> list[Problem]:
-    """Problems of the task's skills and permission rules that show without starting a server."""
-    skills, problems = _discover(task)
+def feature_problems(task: Task, *, repository_skills: bool = False) -> list[Problem]:
+    """Problems of the task's skills and permission rules that show without starting a server;
+    with `repository_skills` (`validate`), those of the workdir's own skills too, which `run`
+    skips with a warning instead."""
+    skipped: list[Problem] = []
+    skills, problems = _discover(task, skipped)
+    problems += skipped if repository_skills else []
     enabled = [ext for ext in task.extensions.values() if ext.enabled]
     if task.spec.permissions and all(builtin_workspace_root(ext) for ext in enabled):
         workspace = [*DESCRIPTIONS, *(f"{WORKSPACE}__{name}" for name in DESCRIPTIONS)]

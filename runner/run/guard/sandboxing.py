@@ -12,9 +12,11 @@ log and JUnit say `degraded`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import os
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -26,7 +28,16 @@ from runner.outcome import SandboxRecord
 from runner.run.guard.network import TaskProxy, allowlist, with_allowlist
 from runner.settings import SandboxSettings, Settings, environ
 from runner.task import Task, writable_problems
-from runner.workspace import Sandbox, confine, git_dirs, probe, toolchain_dirs
+from runner.workspace import (
+    PROPERTIES,
+    Sandbox,
+    confine,
+    git_dirs,
+    masked_roots,
+    probe,
+    shared_reaper,
+    toolchain_dirs,
+)
 
 __all__ = ["TaskSandbox", "command_env", "sandbox_settings", "task_sandbox"]
 
@@ -102,27 +113,50 @@ async def task_sandbox(
         if reason not in _warned:
             _warned.append(reason)
             say(f"warning: {reason}; commands run unconfined (sandbox mode auto)")
-        record = SandboxRecord("degraded", reason=found.reason, network=True)
+        # Nothing holds: every property the task asked for is missing (`net` unless network on).
+        absent = tuple(n for n in PROPERTIES if n != "net" or spec.network is not True)
+        record = SandboxRecord("degraded", reason=found.reason, network=True, missing=absent)
         async with with_allowlist(hosts, record, None, False) as got:
             yield TaskSandbox(got[0], proxy=got[2])
         return
-    scratch = Path(tempfile.mkdtemp(prefix="agent-runner-sandbox-")).resolve()
-    try:
-        (scratch / "home").mkdir()
-        (scratch / "tmp").mkdir()
+    on = spec.network is True
+    missing = tuple((n, why) for n, why in found.missing if not (n == "net" and on))
+    record = SandboxRecord(
+        "enforced",
+        found.backend,
+        reason="; ".join(f"{name}: {why}" for name, why in missing),
+        network=on,
+        writable=spec.writable,
+        enforced=tuple(n for n in found.held if not (n == "net" and on)),
+        missing=tuple(name for name, _ in missing),
+    )
+    if missing:
+        names = ", ".join(record.missing)
+        what = f"the {found.backend} sandbox does not confine {names} here ({record.reason})"
+        if spec.mode == "required":
+            error = SandboxUnavailable(
+                f"sandbox mode is required, but {what}; see the README's Sandbox section"
+            )
+            yield TaskSandbox(dataclasses.replace(record, status="unavailable"), error)
+            return
+        _warn_once(say, what, "commands run with what it does confine (sandbox mode auto)")
+    with _scratch() as scratch:
         home = Path.home().resolve()
+        path = environ().get("PATH", "")
         sandbox = Sandbox(
             found.backend,
             found.executable,
             task.workdir,
             scratch,
-            network=spec.network is True,
+            network=on,
             writable=writable,
             hidden=(home,) if home.is_dir() and home != Path("/") else (),
-            readable=(*git_dirs(task.workdir), *toolchain_dirs(home, environ().get("PATH", ""))),
-        )
-        record = SandboxRecord(
-            "enforced", found.backend, network=spec.network is True, writable=spec.writable
+            readable=(
+                *(_project(task) if found.backend == "bwrap" else ()),
+                *git_dirs(task.workdir),
+                *toolchain_dirs(home, path),
+                *(folder for root in masked_roots() for folder in toolchain_dirs(root, path)),
+            ),
         )
         required = spec.mode == "required"
         async with with_allowlist(hosts, record, sandbox, required) as got:
@@ -134,14 +168,47 @@ async def task_sandbox(
                 )
             with confine(got[1]):
                 yield TaskSandbox(got[0], got[3], got[2])
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _warn_once(say: Callable[[str], None], reason: str, effect: str) -> None:
     if reason not in _warned:
         _warned.append(reason)
         say(f"warning: {reason}; {effect}")
+
+
+@contextlib.contextmanager
+def _scratch() -> Iterator[Path]:
+    """The task's private HOME and TMPDIR; the reaper removes them if the runner is killed
+    (`kill -9`) before it does."""
+    scratch = Path(tempfile.mkdtemp(prefix="agent-runner-sandbox-")).resolve()
+    reaper = shared_reaper()
+    reaper.watch_folder(scratch)
+    try:
+        (scratch / "home").mkdir()
+        (scratch / "tmp").mkdir()
+        yield scratch
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        reaper.forget_folder(scratch)
+
+
+def _project(task: Task) -> tuple[Path, ...]:
+    """What commands read of the task's project beside the workdir (a hook `../hooks/guard.sh`,
+    a check's script next to the task file), where it lies under a folder bubblewrap masks
+    (`/tmp`): the folder that holds both the task file and the workdir, else each of them.
+    (Landlock masks nothing, and its read rules would reopen a hidden HOME inside.)"""
+    folders = (task.file.parent.resolve(), task.workdir)
+    common = Path(os.path.commonpath([str(folder) for folder in folders]))
+    masked = masked_roots()
+    if common in masked or not any(common.is_relative_to(root) for root in masked):
+        candidates: tuple[Path, ...] = folders
+    else:
+        candidates = (common,)
+    return tuple(
+        folder
+        for folder in candidates
+        if folder not in masked and any(folder.is_relative_to(root) for root in masked)
+    )
 
 
 def _writable(

@@ -66,7 +66,7 @@ def print_prompt(
     from runner.run.session import task_system_prompt, task_tool_lists
 
     every, allowed = task_tool_lists(task, settings)
-    skills = task_skills(task)
+    skills = task_skills(task, lambda line: print(f"warning: {line}", file=sys.stderr))
     own = tools_with_skills(task, every, allowed, skills)
     tools = offered_tools(task, [*own, *([report_finding_spec()] if task.spec.findings else [])])
     mask = Redactor([*settings.secret_values(), *task.secrets]).text

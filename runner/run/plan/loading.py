@@ -104,19 +104,22 @@ def check_config_extensions(settings: Settings) -> None:
 
 
 def section_problems(task: Task, settings: Settings) -> list[str]:
-    """Every problem `check_sections` would raise for, as lines."""
+    """Every problem `check_sections` would raise for, as lines (`validate`: the workdir's own
+    skills count too, which `run` skips with a warning)."""
     try:
-        check_sections(task, settings)
+        check_sections(task, settings, repository_skills=True)
     except TaskFileError as exc:
         return [str(problem) for problem in exc.problems]
     except ConfigError as exc:
         # The sections did not build; the skills and permission rules may have problems too.
-        return [str(exc), *(str(problem) for problem in feature_problems(task))]
+        found = feature_problems(task, repository_skills=True)
+        return [str(exc), *(str(problem) for problem in found)]
     return []
 
 
-def check_sections(task: Task, settings: Settings) -> None:
-    """Raise ConfigError (naming the task) when its prompt sections cannot be built."""
+def check_sections(task: Task, settings: Settings, *, repository_skills: bool = False) -> None:
+    """Raise ConfigError (naming the task) when its prompt sections cannot be built; with
+    `repository_skills` (`validate`), also when a skill of the workdir's own is unusable."""
     from runner.prompt import default_prompts_dir, load_sections
 
     try:
@@ -125,6 +128,6 @@ def check_sections(task: Task, settings: Settings) -> None:
         )
     except ConfigError as exc:
         raise ConfigError(f"{task.file}:{task.line}: task {task.name!r}: {exc}") from None
-    problems = feature_problems(task)  # skills and permission rules
+    problems = feature_problems(task, repository_skills=repository_skills)  # skills, rules
     if problems:
         raise TaskFileError(problems)

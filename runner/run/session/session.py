@@ -244,7 +244,9 @@ async def _run(
         if state.sandbox is not None and state.sandbox.error is not None:
             raise state.sandbox.error  # before any server starts or the model is called
         async with hub:  # stops every server on the way out, cancellation included
-            skills = task_skills(task)
+            skills = task_skills(
+                task, lambda line: _early_warning(state, ctx, redactor, f"[{task.name}] {line}")
+            )
             own = tools_with_skills(task, hub.tools, hub.allowed_tools, skills)
             tools = offered_tools(task, state.findings.tools(own))
             check_tool_patterns(task, [*hub.tools, *tools])
@@ -422,6 +424,12 @@ def _logs_name(task: Task, redactor: Redactor) -> str:
 
 def _warn(ctx: RunContext, redactor: Redactor, line: str) -> None:
     ctx.say(redactor.text(f"warning: {line}"))
+
+
+def _early_warning(state: _State, ctx: RunContext, redactor: Redactor, line: str) -> None:
+    """A warning of the task's from before its log is open: the console now, the log later."""
+    _warn(ctx, redactor, line)
+    state.early_warnings.append(line)
 
 
 def _hub_event(state: _State, ctx: RunContext, redactor: Redactor, event: Any) -> None:

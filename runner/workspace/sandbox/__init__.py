@@ -2,8 +2,10 @@
 
 `shell` starts every command a task runs on the machine, execute_command's, the hooks' and the
 success check's alike, as the leader of its own process group: the one seam the task's sandbox
-confines. `backends` probes for a backend (bubblewrap, else Landlock) and builds the argv that
-confines a command; `landlock` is the script run by path before a command under Landlock.
+confines. `backends` builds the argv that confines a command (`bwrap` for bubblewrap; `landlock`
+is the script run by path before a command under Landlock; `seccomp` the filter both load, which
+refuses unix sockets); `probing` picks the backend once per run and tries each property the record
+claims.
 `reaper` is the helper process that kills the command groups still running when the runner dies
 without cleaning up. `hosts`, `proxy`, `netpath` and `forwarder` are the network allowlist
 (DESIGN 19): its rules, the proxy outside the sandbox, and the only path to it from inside.
@@ -14,18 +16,18 @@ from __future__ import annotations
 from runner.workspace.sandbox.backends import (
     BACKEND_CHOICES,
     SANDBOX_ENV,
-    Probe,
     Sandbox,
     confine,
     current,
     git_dirs,
     make_undumpable,
-    probe,
     toolchain_dirs,
 )
+from runner.workspace.sandbox.bwrap import masked_roots
 from runner.workspace.sandbox.hosts import HostRule, match_rule, parse_rule, rule_problems
 from runner.workspace.sandbox.landlock import abi_version as landlock_abi
 from runner.workspace.sandbox.netpath import NetPath, interpreter_dirs, proxied
+from runner.workspace.sandbox.probing import PROPERTIES, Probe, probe
 from runner.workspace.sandbox.proxy import Connection, NetworkProxy, ProxyLimits
 from runner.workspace.sandbox.reaper import Reaper, shared_reaper
 from runner.workspace.sandbox.shell import (
@@ -40,6 +42,7 @@ from runner.workspace.sandbox.shell import (
 
 __all__ = [
     "BACKEND_CHOICES",
+    "PROPERTIES",
     "SANDBOX_ENV",
     "TRACE_ENV",
     "Probe",
@@ -51,6 +54,7 @@ __all__ = [
     "git_dirs",
     "kill_group",
     "make_undumpable",
+    "masked_roots",
     "open_shell",
     "probe",
     "read_pipe",

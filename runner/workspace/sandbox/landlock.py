@@ -4,7 +4,9 @@ The sandbox's second backend (`backends` beside it), for hosts where bubblewrap 
 namespaces (a container without `--privileged`, a kernel that restricts user namespaces).
 Landlock is a kernel feature any process may use on itself: this script restricts itself with
 the syscalls `landlock_create_ruleset`, `landlock_add_rule` and `landlock_restrict_self`, then
-`exec`s the command, which inherits the restriction for good (so do its children).
+`exec`s the command, which inherits the restriction for good (so do its children). Before the
+exec it also drops every capability (a root runner's too) and loads the seccomp filter the runner
+hands it on `--seccomp-fd` (no unix sockets: `seccomp.py` beside it).
 
 Rules: every path readable (and executable) but the `--hide` folders (the runner's HOME), whose
 siblings are granted one by one since Landlock can only allow; `--read` folders inside a hidden
@@ -27,12 +29,13 @@ import os
 import stat
 import sys
 
-__all__ = ["abi_version", "main", "readable_roots"]
+__all__ = ["abi_version", "load_filter", "main", "readable_roots"]
 
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446  # the same on every architecture
 _CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH, _RULE_NET_PORT = 1, 2
-_PR_SET_NO_NEW_PRIVS, _PR_CAPBSET_DROP = 38, 24
+_PR_SET_NO_NEW_PRIVS, _PR_CAPBSET_DROP, _PR_SET_SECCOMP = 38, 24, 22
+_SECCOMP_MODE_FILTER = 2
 _CAPABILITY_VERSION_3 = 0x20080522
 
 _EXECUTE, _WRITE_FILE, _READ_FILE, _READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
@@ -64,6 +67,10 @@ class _PathBeneathAttr(ctypes.Structure):
 
 class _NetPortAttr(ctypes.Structure):
     _fields_ = [("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64)]
+
+
+class _FilterProgram(ctypes.Structure):  # struct sock_fprog
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
 def _libc() -> ctypes.CDLL:
@@ -106,17 +113,22 @@ def _without(root: str, hide: str) -> list[str]:
     return [kept for entry in entries for kept in _without(entry, hide)]
 
 
-def _parse(argv: list[str]) -> tuple[list[str], list[str], list[str], bool, list[str]]:
+def _parse(argv: list[str]) -> tuple[list[str], list[str], list[str], bool, list[str], int]:
     hidden: list[str] = []
     readable: list[str] = []
     writable: list[str] = []
     network = True
+    filter_fd = -1
     index = 0
     while index < len(argv) and argv[index] != "--":
         option = argv[index]
         if option == "--no-network":
             network = False
             index += 1
+            continue
+        if option == "--seccomp-fd" and index + 1 < len(argv):
+            filter_fd = int(argv[index + 1])
+            index += 2
             continue
         if option == "--proxy-port" and index + 1 < len(argv) and argv[index + 1].isdigit():
             _PROXY_PORTS.append(int(argv[index + 1]))  # connect to it only (DESIGN 19)
@@ -130,7 +142,7 @@ def _parse(argv: list[str]) -> tuple[list[str], list[str], list[str], bool, list
     command = argv[index + 1 :]
     if not command:
         raise ValueError("no command after --")
-    return hidden, readable, writable, network, command
+    return hidden, readable, writable, network, command, filter_fd
 
 
 def _check(result: int, what: str) -> int:
@@ -215,12 +227,32 @@ def drop_capabilities() -> None:
     _check(libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
 
 
+def load_filter(fd: int) -> None:
+    """Load the seccomp filter the runner wrote to pipe `fd` (`seccomp.py`: no unix sockets),
+    and close it. no_new_privs is already set (`restrict`)."""
+    chunks = []
+    while chunk := os.read(fd, 65536):
+        chunks.append(chunk)
+    os.close(fd)
+    code = b"".join(chunks)
+    if not code or len(code) % 8 or len(code) // 8 > 4096:
+        raise OSError(f"not a seccomp filter ({len(code)} bytes)")
+    buffer = ctypes.create_string_buffer(code, len(code))
+    program = _FilterProgram(len(code) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    code_ = _libc().prctl(
+        _L(_PR_SET_SECCOMP), _L(_SECCOMP_MODE_FILTER), ctypes.byref(program), _L(0), _L(0)
+    )
+    _check(code_, "seccomp")
+
+
 def main(argv: list[str]) -> int:
     """Restrict, then exec the command; 125 with a message when that cannot be done."""
     try:
-        hidden, readable, writable, network, command = _parse(argv)
+        hidden, readable, writable, network, command, filter_fd = _parse(argv)
         restrict(hidden, readable, writable, network)
         drop_capabilities()
+        if filter_fd >= 0:
+            load_filter(filter_fd)
         os.execvp(command[0], command)
     except (OSError, ValueError) as exc:
         print(f"agent-runner sandbox (landlock): {exc}; the command did not run", file=sys.stderr)

@@ -35,8 +35,8 @@ _PYTHON = os.path.realpath(sys.executable)
 
 def interpreter_dirs() -> tuple[Path, ...]:
     """What the forwarder's Python needs readable inside the sandbox (it may live in the hidden
-    HOME, as pyenv's does)."""
-    return (Path(sys.base_prefix).resolve(), Path(_PYTHON).parent)
+    HOME, as pyenv's does, or under the masked /tmp), the forwarder's own folder included."""
+    return (Path(sys.base_prefix).resolve(), Path(_PYTHON).parent, _FORWARDER.parent.resolve())
 
 
 @dataclass(frozen=True)
@@ -57,9 +57,11 @@ class NetPath:
         found = {name: url for name in names} | {name.lower(): url for name in names}
         return found | {"NO_PROXY": _NO_PROXY, "no_proxy": _NO_PROXY}
 
-    def bwrap_command(self, command: list[str]) -> list[str]:
-        """`command`, started by the forwarder inside the namespace."""
+    def bwrap_command(self, command: list[str], filter_fd: int | None = None) -> list[str]:
+        """`command`, started by the forwarder inside the namespace; it loads the seccomp
+        filter on pipe `filter_fd` (no unix sockets) before the exec, not before the relay."""
         script = [_PYTHON, "-I", "-S", str(_FORWARDER)]
+        script += [] if filter_fd is None else ["--seccomp-fd", str(filter_fd)]
         return [*script, str(self.socket), str(INSIDE_PORT), "--", *command]
 
     def landlock_options(self) -> list[str]:

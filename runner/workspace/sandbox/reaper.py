@@ -4,7 +4,10 @@ execute_command runs every command as the leader of its own process group, so th
 its background children too. That same isolation means nothing kills those groups when the runner is
 SIGKILLed (OOM killer, CI timeout): they are no longer in the runner's group and would outlive it.
 A small helper process, the reaper, reads a pipe whose write end only the runner holds; the kernel
-closes that end however the runner dies, and at EOF the reaper kills every group still registered.
+closes that end however the runner dies, and at EOF the reaper kills every group still registered
+and removes the folders it was told of (the sandbox's private HOME and TMPDIR, full outputs). It
+starts with an empty environment (no API key to find in its /proc/PID/environ) and makes itself
+undumpable.
 """
 
 from __future__ import annotations
@@ -32,8 +35,14 @@ _CLOSE_TIMEOUT = 2.0
 # It ends only at EOF: SIGINT and SIGTERM meant for the runner must not end the safety net early.
 # A malformed line is skipped rather than fatal, so that a crash never leaves groups unkilled.
 # `+PGID`/`-PGID` watch and forget a process group, `DPATH`/`dPATH` a folder to remove at EOF.
+# It makes itself undumpable first (PR_SET_DUMPABLE 0): a process of the same user (an
+# unconfined command) can then neither ptrace it nor read its /proc/PID files.
 _CODE = """\
-import os, shutil, signal, sys
+import ctypes, os, shutil, signal, sys
+try:
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
+except (OSError, AttributeError):
+    pass
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 groups, folders = set(), set()
@@ -60,6 +69,10 @@ for pgid in groups:
 for folder in folders:
     shutil.rmtree(folder, ignore_errors=True)
 """
+
+
+_ENV = {"PATH": os.defpath}
+"""The reaper's whole environment (DESIGN 18: the helpers get only what they need)."""
 
 
 class Reaper:
@@ -158,6 +171,7 @@ class Reaper:
             # non-inheritable and close_fds=True, so neither the reaper nor any command holds a
             # copy. A copy elsewhere would keep the pipe open, and EOF, the reaper's only
             # trigger, would never come. Its own session keeps a terminal's Ctrl-C off it.
+            # The environment is empty: the reaper needs none, and the runner's holds API keys.
             process = subprocess.Popen(
                 [sys.executable, "-I", "-S", "-c", _CODE],
                 stdin=subprocess.PIPE,
@@ -165,6 +179,7 @@ class Reaper:
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,
                 close_fds=True,
+                env=_ENV,
             )
         except OSError as exc:
             self._warn(f"cannot start the process-group reaper ({exc})")

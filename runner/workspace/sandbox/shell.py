@@ -15,7 +15,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +27,7 @@ from anyio.abc import ByteReceiveStream, Process
 from runner.settings import environ
 from runner.workspace.sandbox.backends import current
 from runner.workspace.sandbox.netpath import unconfined_env
+from runner.workspace.sandbox.seccomp import filter_pipe
 
 __all__ = [
     "TRACE_ENV",
@@ -78,12 +79,12 @@ async def open_shell(
     # the cancel lands in the caller's wait, and the group is killed.
     argv = ["/bin/sh", "-c", command]
     sandbox = current()
-    if sandbox is not None:
-        argv = sandbox.argv(argv, cwd)
-        env = sandbox.env(env if env is not None else environ())
-    elif proxy_env := unconfined_env():  # an allowlist no backend enforces (DESIGN 19)
-        env = {**(env if env is not None else environ()), **proxy_env}
-    with anyio.CancelScope(shield=True):
+    with anyio.CancelScope(shield=True), _filter(sandbox is not None) as filter_fd:
+        if sandbox is not None:
+            argv = sandbox.argv(argv, cwd, filter_fd)
+            env = sandbox.env(env if env is not None else environ())
+        elif proxy_env := unconfined_env():  # an allowlist no backend enforces (DESIGN 19)
+            env = {**(env if env is not None else environ()), **proxy_env}
         process = await anyio.open_process(
             argv,
             stdin=stdin,
@@ -92,10 +93,22 @@ async def open_shell(
             cwd=cwd,
             env=_with_trace(env),
             start_new_session=True,
+            pass_fds=() if filter_fd is None else (filter_fd,),
         )
         if watcher is not None:
             watcher.watch(process.pid)
     return process
+
+
+@contextlib.contextmanager
+def _filter(confined: bool) -> Iterator[int | None]:
+    """The seccomp filter's pipe for a confined command (None unconfined, or where there is no
+    filter for this machine: the probe then records `sockets` as not held)."""
+    if not confined:
+        yield None
+        return
+    with filter_pipe() as fd:
+        yield fd
 
 
 def _with_trace(env: Mapping[str, str] | None) -> dict[str, str] | None:

@@ -312,3 +312,53 @@ def test_a_watched_folder_is_removed_when_the_runner_is_killed(
     assert _wait_until(lambda: not outputs.exists())
     assert _exits(reaper_pid)
     assert kept.is_dir()
+
+
+# Run by a user of its own (root reads any process's files, so as root it runs as nobody): starts
+# a reaper with a secret in the environment, waits until the reaper is undumpable (its /proc
+# files then belong to root), and prints what it can read of the reaper's environ. It loads
+# reaper.py by path (standard library only), so any Python that user may run will do.
+SNOOP = """\
+import importlib.util, os, sys, time
+from pathlib import Path
+spec = importlib.util.spec_from_file_location("reaper", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+reaper = module.Reaper()
+reaper.watch_folder(Path(sys.argv[2]))
+proc = Path(f"/proc/{reaper.pid}")
+deadline = time.monotonic() + 10
+while proc.joinpath("environ").stat().st_uid != 0 and time.monotonic() < deadline:
+    time.sleep(0.01)
+try:
+    print("READ", proc.joinpath("environ").read_bytes().decode(errors="replace"))
+except PermissionError:
+    print("DENIED")
+reaper.close()
+"""
+
+
+def _python_for_nobody() -> str | None:
+    if os.getuid() != 0:
+        return sys.executable
+    return "/usr/bin/python3" if Path("/usr/bin/python3").is_file() else None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/PID/environ is Linux's")
+@pytest.mark.skipif(_python_for_nobody() is None, reason="no Python that user nobody may run")
+def test_a_process_of_the_same_user_finds_no_secret_in_the_reapers_environ(tmp_path: Path) -> None:
+    secret = "sk-reaper-environ-secret-0123456789"
+    script = REPO / "runner" / "workspace" / "sandbox" / "reaper.py"
+    ran = subprocess.run(
+        [str(_python_for_nobody()), "-c", SNOOP, str(script), str(tmp_path / "folder")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={"PATH": os.defpath, "OPENAI_API_KEY": secret},
+        user=65534 if os.getuid() == 0 else None,
+        cwd="/",
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert secret not in ran.stdout
+    assert ran.stdout.strip() == "DENIED"  # undumpable: not even its empty environment is read
