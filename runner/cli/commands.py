@@ -190,4 +190,5 @@ def list_command(args: argparse.Namespace) -> int:
         settings,
         isolation=args.isolation,
         json_output=args.output == "json",
+        repeat=args.repeat,
     )

@@ -201,6 +201,9 @@ def add_list(commands: Commands) -> None:
     listing.add_argument("--tool-mode", choices=["xml", "native", "auto"], help="for every task")
     listing.add_argument("--sandbox", choices=["auto", "required", "off"], help="for every task")
     listing.add_argument("--isolation", choices=["none", "worktree"], help="for every task")
+    listing.add_argument(
+        "--repeat", type=int, metavar="K", help="as run --repeat K: list the samples, worst cost"
+    )
     listing.add_argument("--output", choices=["text", "json"], default="text")
     common(listing)
     listing.set_defaults(handler=list_command)

@@ -93,9 +93,38 @@ def test_list_as_text_shows_a_row_per_task_with_its_place(run_cli, tmp_path: Pat
     assert chosen == ["xml", "none", "required"]
 
 
+def test_list_repeat_shows_each_sample_and_the_worst_case_cost(run_cli, tmp_path: Path) -> None:
+    suite = {
+        "defaults": {"workdir": ".", "model": "openai:gpt-4.1"},
+        "tasks": [
+            {"name": "capped", "prompt": "Do it.", "limits": {"max_cost_usd": 0.5}},
+            {"name": "free", "prompt": "Do it."},
+        ],
+    }
+    path = tmp_path / "suite.yaml"
+    path.write_text(yaml.safe_dump(suite, sort_keys=False), encoding="utf-8")
+    capped = run_cli("list", str(path), "--repeat", "3", "--filter", "capped")
+    both = run_cli("list", str(path), "--repeat", "2", "--output", "json")
+    assert capped.returncode == 0, capped.stderr
+    lines = capped.stdout.splitlines()
+    assert [line.split()[:3] for line in lines[1:4]] == [
+        ["capped", f"[{i}/3]", f"{path.resolve()}:{_line_of(path, 'capped')}"] for i in (1, 2, 3)
+    ]
+    assert lines[-1] == "3 sample(s); worst case $1.50 (each at its limits.max_cost_usd)"
+    rows = json.loads(both.stdout)
+    assert [(r["name"], r["sample"], r["of"]) for r in rows] == [
+        ("capped [1/2]", 1, 2),
+        ("capped [2/2]", 2, 2),
+        ("free [1/2]", 1, 2),
+        ("free [2/2]", 2, 2),
+    ]
+    unbounded = run_cli("list", str(path), "--repeat", "2")
+    assert "worst case unbounded: free set no limits.max_cost_usd" in unbounded.stdout
+
+
 def _line_of(path: Path, name: str) -> int:
     lines = path.read_text(encoding="utf-8").splitlines()
-    return next(i for i, line in enumerate(lines, 1) if line.strip() == "- name: lint") or 0
+    return next(i for i, line in enumerate(lines, 1) if line.strip() == f"- name: {name}") or 0
 
 
 def test_a_mistyped_command_or_flag_gets_did_you_mean(run_cli) -> None:

@@ -1,7 +1,9 @@
 """`list`: what `run` would run with the same paths, `--filter` and `--shard` (DESIGN 20).
 
-One row per task: name, file:line, workdir, model, tool mode, isolation, sandbox mode. Nothing
-starts: no server, no model client. Names and paths come from files a repository holds, so the
+One row per task (per sample of a repeated task, `name [i/K]`, as `run` shards them): name,
+file:line, workdir, model, tool mode, isolation, sandbox mode; under the table, when a task
+repeats, the samples and the most they may cost (DESIGN 22). Nothing starts: no server, no model
+client. Names and paths come from files a repository holds, so the
 text form escapes what the terminal would act on.
 """
 
@@ -14,8 +16,9 @@ from typing import Any
 from runner.errors import ExitCode
 from runner.run.guard import sandbox_settings
 from runner.run.plan.loading import load_selected_tasks
+from runner.run.plan.samples import expand_samples, shard_samples, worst_case_line
 from runner.run.plan.selection import select_tasks
-from runner.settings import Settings
+from runner.settings import Settings, environ
 from runner.task import Task
 
 __all__ = ["list_tasks", "task_rows"]
@@ -32,12 +35,20 @@ def list_tasks(
     *,
     isolation: str | None = None,
     json_output: bool = False,
+    repeat: int | None = None,
 ) -> int:
-    """Print the selected tasks as a table (or a JSON list); exit 0. `model`, `isolation` and
-    the settings' tool mode and sandbox mode are the flags `run` would get."""
-    tasks = select_tasks(load_selected_tasks(paths, params, settings), *selection)
+    """Print the selected tasks as a table (or a JSON list); exit 0. `model`, `isolation`,
+    `repeat` and the settings' tool mode and sandbox mode are the flags `run` would get."""
+    selected = select_tasks(load_selected_tasks(paths, params, settings), selection[0], None)
+    samples = expand_samples(selected, repeat, isolation, environ())
+    tasks = shard_samples(samples, selection[1])
     rows = task_rows(tasks, model, settings, isolation)
-    print(json.dumps(rows, indent=2) if json_output else _table(rows), flush=True)
+    if json_output:
+        print(json.dumps(rows, indent=2), flush=True)
+        return ExitCode.OK
+    print(_table(rows), flush=True)
+    if any(task.of for task in tasks):
+        print(worst_case_line(tasks, 1), flush=True)  # each row is one sample
     return ExitCode.OK
 
 
@@ -47,7 +58,8 @@ def task_rows(
     """A row per task: what `run` would run it with (`model` null when none is set anywhere)."""
     return [
         {
-            "name": task.name,
+            "name": task.label,
+            **({"sample": task.sample, "of": task.of} if task.of else {}),
             "file": str(task.file),
             "line": task.line,
             "workdir": str(task.workdir),

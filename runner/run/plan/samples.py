@@ -84,7 +84,7 @@ def worst_case_line(tasks: Sequence[Task], repeat: int | None = None) -> str:
     cost = worst_case_cost(tasks, repeat)
     if cost is not None:
         return f"{samples} sample(s); worst case ${cost:.2f} (each at its limits.max_cost_usd)"
-    free = [t.name for t in tasks if t.spec.limits.max_cost_usd is None]
+    free = list(dict.fromkeys(t.name for t in tasks if t.spec.limits.max_cost_usd is None))
     shown = ", ".join(free[:5]) + (f" and {len(free) - 5} more" if len(free) > 5 else "")
     return (
         f"{samples} sample(s); worst case unbounded: {shown} set no limits.max_cost_usd "
