@@ -13,6 +13,19 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
+def git(root: Path, *args: str) -> str:
+    """Run git in `root` as a test's set-up does (a fixed author; failures raise); its stdout."""
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return done.stdout
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"

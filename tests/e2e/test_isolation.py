@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conftest import git
 from tests.e2e.conftest import (
     MODEL,
     Done,
@@ -67,18 +67,6 @@ ROUTES = {
         complete("beta done"),
     ],
 }
-
-
-def git(root: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=root,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    return done.stdout
 
 
 def repository(root: Path, scenario: Scenario) -> None:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import git
 from tests.e2e.conftest import (
     NO_WORKSPACE,
     Done,
@@ -88,16 +88,6 @@ GIT_SCENARIOS = {
         steps=[tool_reply("write_to_file", path="a.txt", content="third"), complete("edited")],
     ),
 }
-
-
-def git(root: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=root,
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
 
 
 @pytest.fixture(scope="module")

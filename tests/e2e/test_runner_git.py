@@ -10,12 +10,12 @@ elsewhere (the worktree's `.git` file pointed at the original checkout's git fol
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conftest import git
 from tests.e2e.conftest import (
     API_KEY,
     Done,
@@ -37,18 +37,6 @@ REDIRECT = (
     " && cd ev && " + FILTER.replace(".gitattributes", "../.gitattributes") + " && cd .."
     ' && echo "gitdir: ev/.git" > .git && echo new > new.txt'
 )
-
-
-def git(root: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=root,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    return done.stdout
 
 
 def repository(root: Path, scenario: Scenario) -> None:

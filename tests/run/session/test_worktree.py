@@ -7,7 +7,6 @@ an fsmonitor, a hook. Making the worktree, snapshotting it and diffing it run no
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,20 +17,9 @@ from runner.run.session.worktree import (
     repository_of,
     task_diff,
 )
+from tests.conftest import git
 
 pytestmark = pytest.mark.anyio
-
-
-def git(root: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=root,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    return done.stdout
 
 
 @pytest.fixture
