@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from runner import __version__
 from runner.errors import ProviderError, RunnerError
 from runner.llm import LLM, Message, Usage, context_window_of, cost_usd, create_llm
-from runner.outcome import Status, Totals
+from runner.outcome import Status
 from runner.run.agents import AgentTools, RunContext, SessionFrame, call_concurrency
+from runner.run.session.header import totals_of
 from runner.run.session.tools import task_system_prompt
 from runner.run.telemetry import traced_llm, traced_tools
 from runner.run.turn import (
@@ -282,17 +283,7 @@ def _end(
     log = child.log
     if log is None or log.ended:
         return
-    usage = budget.usage
-    totals = Totals(
-        turns=budget.turns,
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cache_read_tokens=usage.cache_read_tokens,
-        cache_write_tokens=usage.cache_write_tokens,
-        cost_usd=round(budget.cost_usd, 6),
-        tool_calls=budget.tool_calls,
-        duration_s=round(time.monotonic() - child.started, 3),
-    )
+    totals = totals_of(budget, child.started)
     with contextlib.suppress(LogWriteError):  # the parent's result says what happened anyway
         log.end(status, reason, totals, result, kind=kind or None)
 
