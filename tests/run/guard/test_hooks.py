@@ -96,3 +96,64 @@ async def test_a_hook_matches_tools_by_glob(tmp_path: Path) -> None:
     assert (await hook_runner.pre_tool("read_file", {}, lambda _: None)).blocked is None
     blocked = await hook_runner.pre_tool("write_to_file", {}, lambda _: None)
     assert blocked.blocked is not None and "no reason given" in blocked.blocked
+
+
+def masked_runner(tmp_path: Path, hooks: dict[str, Any], log: Log) -> HookRunner:
+    return HookRunner(
+        Hooks.model_validate(hooks),
+        workdir=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+        session_id="sid-1",
+        log=log,
+        warn=lambda _: None,
+        turn=lambda: 1,
+        mask=lambda text: text.replace("s3cr3t", "***"),
+    )
+
+
+def mark(name: str, tail: str = "") -> dict[str, Any]:
+    """A hook that appends its name to order.txt, then runs `tail`."""
+    return {"run": f"echo {name} >> order.txt{tail}"}
+
+
+async def test_every_hook_of_each_event_runs_in_order(tmp_path: Path) -> None:
+    events = ["pre_tool", "post_tool", "stop", "session_start", "session_end"]
+    hooks = {event: [mark(f"{event}-{n}") for n in (1, 2, 3)] for event in events}
+    log = Log()
+    hook_runner = masked_runner(tmp_path, hooks, log)
+    assert (await hook_runner.pre_tool("t", {}, lambda _: None)).blocked is None
+    await hook_runner.post_tool("t", {}, "r", False)
+    assert await hook_runner.stop("done") is None
+    await hook_runner.session_start()
+    await hook_runner.session_end("completed", "")
+    expected = [f"{event}-{n}" for event in events for n in (1, 2, 3)]
+    assert (tmp_path / "order.txt").read_text().split() == expected
+    assert [h["event"] for h in log.hooks] == [e for e in events for _ in (1, 2, 3)]
+
+
+async def test_a_later_stop_hook_refuses_after_an_earlier_one_accepts(tmp_path: Path) -> None:
+    hooks = {"stop": [mark("a"), mark("b", "; echo 'tests fail' >&2; exit 2")]}
+    refusal = await masked_runner(tmp_path, hooks, Log()).stop("done")
+    assert refusal is not None and "tests fail" in refusal
+
+
+async def test_the_output_of_every_hook_reaching_the_model_is_masked(tmp_path: Path) -> None:
+    said = "printf 'key s3%s\\n' cr3t"  # the secret is in the output, not in the command
+    hooks = {
+        "pre_tool": [{"run": f"{said} >&2; exit 2"}],
+        "post_tool": [{"run": said}, {"run": said}],
+        "stop": [{"run": f"{said}; exit 2"}],
+        "session_start": [{"run": said}, {"run": said}],
+    }
+    hook_runner = masked_runner(tmp_path, hooks, Log())
+    blocked = (await hook_runner.pre_tool("t", {}, lambda _: None)).blocked
+    outputs = [
+        blocked or "",
+        await hook_runner.post_tool("t", {}, "r", False),
+        await hook_runner.stop("done") or "",
+        await hook_runner.session_start(),
+    ]
+    for text in outputs:
+        assert "s3cr3t" not in text and "key ***" in text
+    assert outputs[1] == "key ***\nkey ***"
+    assert outputs[3].count("key ***") == 2
