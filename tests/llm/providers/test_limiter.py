@@ -156,3 +156,25 @@ async def test_a_waiter_woken_then_cancelled_gives_its_slot_back() -> None:
     with pytest.raises(asyncio.CancelledError):
         await waiting
     assert gate.in_flight == 0
+
+
+async def test_every_429_pause_is_merged_with_the_one_in_force() -> None:
+    gate = RateGate(retry_after_cap_s=1000)
+    loop = asyncio.get_running_loop()
+    ends = []
+    for asked in ("100", "1", "300", "2"):
+        await gate.acquire(pause=False)
+        before = loop.time()
+        gate.release(too_many(asked), ok=False)
+        ends.append((gate.paused_until, before))
+    # A shorter Retry-After never cuts short the pause in force; a longer one extends it.
+    assert ends[1][0] == ends[0][0] >= ends[0][1] + 100
+    assert ends[2][0] >= ends[2][1] + 300
+    assert ends[3][0] == ends[2][0]
+    slept: list[float] = []
+
+    async def record(delay: float) -> None:
+        slept.append(delay)
+
+    await gate.acquire(record)
+    assert len(slept) == 1 and slept[0] > 299
