@@ -126,3 +126,15 @@ def test_gather_in_order_holds_to_its_limit() -> None:
         return peak
 
     assert asyncio.run(scenario()) == 2
+
+
+def test_every_call_after_a_malformed_one_is_still_grouped() -> None:
+    bad, worse = CallError("x", "bad"), CallError("y", "worse")
+    items = [*calls("sub_agent"), bad, *calls("sub_agent", "sub_agent"), worse, *calls("read_file")]
+    assert names(list(batches(items, BOTH))) == [
+        ["sub_agent"],
+        ["!x"],
+        ["sub_agent", "sub_agent"],
+        ["!y"],
+        ["read_file"],
+    ]
