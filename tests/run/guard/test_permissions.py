@@ -169,3 +169,19 @@ def test_a_rule_may_name_a_tool_as_server__tool(tmp_path: Path) -> None:
     rules = gate(tmp_path, deny=["workspace__execute_command(rm *)"])
     assert rules.refusal(COMMAND, {"command": "rm -rf build"}) is not None
     assert rules.refusal(COMMAND, {"command": "ls"}) is None
+
+
+def test_a_misspelled_permissions_key_is_refused_not_ignored() -> None:
+    # `alow:` ignored would leave every call allowed while the task file says otherwise.
+    with pytest.raises(ValidationError, match="alow"):
+        Permissions.model_validate({"alow": ["read_file"]})
+
+
+@pytest.mark.parametrize(
+    ("rules", "any_rule"),
+    [({}, False), ({"allow": ["read_file"]}, True), ({"deny": ["write_to_file"]}, True)],
+)
+def test_permissions_count_as_set_when_either_list_has_a_rule(
+    rules: dict[str, list[str]], any_rule: bool
+) -> None:
+    assert bool(Permissions.model_validate(rules)) is any_rule
