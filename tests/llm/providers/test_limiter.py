@@ -255,3 +255,31 @@ async def test_a_kept_slot_stays_taken_after_the_attempt_until_given_back_once()
     give_back()  # a second give-back gives nothing more back
     assert gate.in_flight == 0
     assert await gated(call, gate)() == "reply" and gate.in_flight == 1
+
+
+async def test_the_attempt_after_its_own_429_skips_the_pause_and_other_tasks_wait_it_out() -> None:
+    gate = RateGate(retry_after_cap_s=1000)
+    slept: list[float] = []
+
+    async def record(delay: float) -> None:
+        slept.append(delay)
+
+    answers: list[str | CallError] = [too_many("100"), "ok", CallError("status", "x", status=500)]
+
+    async def call() -> str:
+        answer = answers.pop(0)
+        if isinstance(answer, CallError):
+            raise answer
+        return answer
+
+    attempt = gated(call, gate, record)
+    with pytest.raises(CallError):
+        await attempt()
+    assert await attempt() == "ok"  # its retry policy already waited the 100 s: no second wait
+    assert slept == []
+    with pytest.raises(CallError):
+        await attempt()  # the pause is still on, and this attempt did not just get a 429
+    assert len(slept) == 1 and slept[0] > 99
+    assert await gated(lambda: asyncio.sleep(0, "other"), gate, record)() == "other"
+    assert len(slept) == 2  # another task waits the pause out too
+    assert gate.in_flight == 0 and gate.limit == 1
