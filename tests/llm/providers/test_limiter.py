@@ -236,6 +236,25 @@ async def test_the_cap_rises_once_per_quiet_spell_and_a_429_starts_a_longer_one(
     await gate.acquire(pause=False)
     gate.release()
     assert gate.limit == 3
+    kept = []
+
+    async def call(answer: str | CallError) -> str:
+        kept.append(keep_slot())
+        if isinstance(answer, CallError):
+            raise answer
+        return answer
+
+    at(1280)  # a spell has passed: a gated failure raises nothing, a success does
+    with pytest.raises(CallError):
+        await gated(lambda: call(CallError("status", "boom", status=500)), gate)()
+    assert gate.limit == 3 and gate.in_flight == 0  # a failure keeps no slot, kept or not
+    assert await gated(lambda: call("ok"), gate)() == "ok"
+    kept.pop()()  # given back once the body is drained: that success counts too
+    assert gate.limit == 4
+    at(1380)
+    assert await gated(lambda: call("ok"), gate)() == "ok"
+    kept.pop()()
+    assert gate.limit == 5
 
 
 async def test_a_kept_slot_stays_taken_after_the_attempt_until_given_back_once() -> None:
@@ -255,6 +274,8 @@ async def test_a_kept_slot_stays_taken_after_the_attempt_until_given_back_once()
     give_back()  # a second give-back gives nothing more back
     assert gate.in_flight == 0
     assert await gated(call, gate)() == "reply" and gate.in_flight == 1
+    assert keep_slot() is None  # the attempt's slot was its own
+    assert gated(call, None) is call  # no gate: the call as it is
 
 
 async def test_the_attempt_after_its_own_429_skips_the_pause_and_other_tasks_wait_it_out() -> None:
