@@ -185,3 +185,29 @@ def test_permissions_count_as_set_when_either_list_has_a_rule(
     rules: dict[str, list[str]], any_rule: bool
 ) -> None:
     assert bool(Permissions.model_validate(rules)) is any_rule
+
+
+def test_only_leading_assignments_of_a_command_are_dropped_before_matching(
+    tmp_path: Path,
+) -> None:
+    rules = gate(tmp_path, deny=["execute_command(rm -rf build)"])
+    assert rules.refusal(COMMAND, {"command": "CI=1 rm -rf build"}) is not None
+    # `X=1` after the command's name is an argument: this is not `rm -rf build`.
+    assert rules.refusal(COMMAND, {"command": "rm X=1 -rf build"}) is None
+
+
+def test_a_tool_of_another_server_named_like_a_workspace_tool_matches_its_own_argument(
+    tmp_path: Path,
+) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"query": {"type": "string"}, "path": {"type": "string"}},
+        "required": ["query"],
+    }
+    docs_read = ToolSpec("docs__read_file", "", schema, server="docs", remote_name="read_file")
+    assert main_argument(docs_read) == "query"
+    lookup = ToolSpec("lookup", "", {**schema, "required": ["path"]}, server="docs")
+    # The runner cannot know what another server means by `path`: it is matched as written.
+    rules = gate(tmp_path, deny=["lookup(secret*)"])
+    assert rules.refusal(lookup, {"path": "docs/../secret.txt"}) is None
+    assert rules.refusal(lookup, {"path": "secret.txt"}) is not None
