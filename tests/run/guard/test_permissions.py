@@ -211,3 +211,19 @@ def test_a_tool_of_another_server_named_like_a_workspace_tool_matches_its_own_ar
     rules = gate(tmp_path, deny=["lookup(secret*)"])
     assert rules.refusal(lookup, {"path": "docs/../secret.txt"}) is None
     assert rules.refusal(lookup, {"path": "secret.txt"}) is not None
+
+
+def test_a_denied_command_inside_a_substitution_or_after_an_assignment_is_refused(
+    tmp_path: Path,
+) -> None:
+    rules = gate(tmp_path, deny=["execute_command(rm -rf build)"])
+    for command in ("echo $(rm -rf build)", "echo `CI=1 rm -rf build`", "(rm -rf build)"):
+        assert rules.refusal(COMMAND, {"command": command}) is not None, command
+
+
+def test_a_path_rule_holds_for_an_empty_path_and_one_outside_the_workdir(tmp_path: Path) -> None:
+    allowed = gate(tmp_path, allow=["write_to_file(src/*)"])
+    assert allowed.refusal(WRITE, {"path": ""}) is not None
+    outside = "../" * 30 + "etc/passwd"
+    denied = gate(tmp_path, deny=["write_to_file(/etc/*)"])
+    assert denied.refusal(WRITE, {"path": outside}) is not None
