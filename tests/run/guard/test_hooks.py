@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
-from runner.run.guard.hooks import HookRunner
+from runner.run.guard.hooks import MAX_EVENT_BYTES, MAX_FEEDBACK_CHARS, TAIL_CHARS, HookRunner
 from runner.task import Hooks
 
 pytestmark = pytest.mark.anyio
@@ -157,3 +157,21 @@ async def test_the_output_of_every_hook_reaching_the_model_is_masked(tmp_path: P
         assert "s3cr3t" not in text and "key ***" in text
     assert outputs[1] == "key ***\nkey ***"
     assert outputs[3].count("key ***") == 2
+
+
+async def test_long_output_is_cut_to_its_end_for_the_log_and_the_model(tmp_path: Path) -> None:
+    log = Log()
+    hooks = {
+        "post_tool": [
+            {"run": f"printf x; printf '%0{TAIL_CHARS}d' 0"},
+            {"run": f"printf x; printf '%0{MAX_FEEDBACK_CHARS}d' 0"},
+            {"run": "cat > event.json"},
+        ]
+    }
+    result = "r" * MAX_EVENT_BYTES + "CUT"
+    added = await masked_runner(tmp_path, hooks, log).post_tool("t", {}, result, False)
+    assert log.hooks[0]["stdout"] == "0" * TAIL_CHARS  # the log keeps the end
+    said = added.split("\n", 1)[1]
+    assert said == f"[... 1 characters cut ...]\n{'0' * MAX_FEEDBACK_CHARS}"
+    event = json.loads((tmp_path / "event.json").read_text(encoding="utf-8"))
+    assert event["result"] == "r" * MAX_EVENT_BYTES
