@@ -175,3 +175,29 @@ async def test_long_output_is_cut_to_its_end_for_the_log_and_the_model(tmp_path:
     assert said == f"[... 1 characters cut ...]\n{'0' * MAX_FEEDBACK_CHARS}"
     event = json.loads((tmp_path / "event.json").read_text(encoding="utf-8"))
     assert event["result"] == "r" * MAX_EVENT_BYTES
+
+
+async def test_a_rewrite_the_schema_refuses_blocks_the_call_with_the_original_arguments(
+    tmp_path: Path,
+) -> None:
+    hooks = {"pre_tool": [{"run": 'echo \'{"arguments": {"n": "two"}}\''}]}
+    decision = await masked_runner(tmp_path, hooks, Log()).pre_tool(
+        "t", {"n": 1}, lambda new: "n must be an integer"
+    )
+    assert decision.arguments == {"n": 1} and decision.rewritten_by is None
+    assert decision.blocked is not None
+    assert "do not fit the tool's schema: n must be an integer" in decision.blocked
+
+
+async def test_a_rewrite_names_the_hook_that_made_it(tmp_path: Path) -> None:
+    rewrite = 'echo \'{"arguments": {"n": 2}}\''
+    hooks = {"pre_tool": [{"run": rewrite}, {"run": "true"}]}
+    decision = await masked_runner(tmp_path, hooks, Log()).pre_tool("t", {"n": 1}, lambda _: None)
+    assert decision.arguments == {"n": 2} and decision.rewritten_by == rewrite
+
+
+async def test_post_tool_hooks_match_the_tool_name_not_the_result(tmp_path: Path) -> None:
+    hooks = {"post_tool": [{"match": ["read_*"], "run": "echo seen"}]}
+    hook_runner = masked_runner(tmp_path, hooks, Log())
+    assert await hook_runner.post_tool("read_file", {}, "write", False) == "seen"
+    assert await hook_runner.post_tool("write_to_file", {}, "read_me", False) == ""
