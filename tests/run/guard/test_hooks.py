@@ -201,3 +201,9 @@ async def test_post_tool_hooks_match_the_tool_name_not_the_result(tmp_path: Path
     hook_runner = masked_runner(tmp_path, hooks, Log())
     assert await hook_runner.post_tool("read_file", {}, "write", False) == "seen"
     assert await hook_runner.post_tool("write_to_file", {}, "read_me", False) == ""
+
+
+async def test_only_what_a_post_tool_hook_prints_on_success_is_added(tmp_path: Path) -> None:
+    hooks = {"post_tool": [{"run": "echo oops; exit 1"}, {"run": "true"}, {"run": "echo kept"}]}
+    added = await masked_runner(tmp_path, hooks, Log()).post_tool("t", {}, "r", False)
+    assert added == "kept"
