@@ -207,3 +207,49 @@ async def test_only_what_a_post_tool_hook_prints_on_success_is_added(tmp_path: P
     hooks = {"post_tool": [{"run": "echo oops; exit 1"}, {"run": "true"}, {"run": "echo kept"}]}
     added = await masked_runner(tmp_path, hooks, Log()).post_tool("t", {}, "r", False)
     assert added == "kept"
+
+
+async def test_session_start_adds_only_output_printed_on_success(tmp_path: Path) -> None:
+    hooks = {"session_start": [{"run": "echo oops; exit 1"}, {"run": "true"}, {"run": "echo hi"}]}
+    added = await masked_runner(tmp_path, hooks, Log()).session_start()
+    assert added == "\n\n[session_start hook output]\nhi"
+
+
+async def test_a_session_end_hook_gets_the_outcome_and_its_exit_status_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    log, said = Log(), []
+    hooks = {"session_end": [{"run": "cat > end.json; exit 2"}, {"run": "exit 1"}]}
+    await runner(tmp_path, hooks, log, said).session_end("failed", "tests fail")
+    event = json.loads((tmp_path / "end.json").read_text(encoding="utf-8"))
+    assert (event["status"], event["reason"]) == ("failed", "tests fail")
+    assert [h["outcome"] for h in log.hooks] == ["ok", "ok"] and said == []
+    assert [(h["event"], h["tool"], h["command"]) for h in log.hooks] == [
+        ("session_end", None, "cat > end.json; exit 2"),
+        ("session_end", None, "exit 1"),
+    ]
+
+
+async def test_a_session_end_hook_that_cannot_start_or_times_out_is_a_warning(
+    tmp_path: Path,
+) -> None:
+    log, said = Log(), []
+    hooks = {"session_end": [{"run": "sleep 30", "timeout": "0.2s"}]}
+    with anyio.fail_after(20):
+        await runner(tmp_path, hooks, log, said).session_end("passed", "")
+    missing = runner(tmp_path / "gone", {"session_end": [{"run": "true"}]}, log, said)
+    await missing.session_end("passed", "")
+    assert [h["outcome"] for h in log.hooks] == ["warning", "warning"]
+    assert log.hooks[1]["exit_code"] is None and log.hooks[1]["timed_out"] is False
+    assert log.hooks[1]["duration_s"] == 0.0 and log.hooks[1]["stdout"] == ""
+    assert "the hook could not start" in log.hooks[1]["stderr"]
+    assert "timed out" in said[0] and "could not start" in said[1]
+
+
+async def test_the_event_keeps_non_ascii_text_and_writes_other_values_as_text(
+    tmp_path: Path,
+) -> None:
+    hooks = {"post_tool": [{"run": "cat > event.json"}]}
+    await runner(tmp_path, hooks, Log(), []).post_tool("t", {"p": Path("x"), "s": "é"}, "r", False)
+    raw = (tmp_path / "event.json").read_text(encoding="utf-8")
+    assert '"s": "é"' in raw and json.loads(raw)["arguments"] == {"p": "x", "s": "é"}
