@@ -9,7 +9,13 @@ from typing import Any
 import anyio
 import pytest
 
-from runner.run.guard.hooks import MAX_EVENT_BYTES, MAX_FEEDBACK_CHARS, TAIL_CHARS, HookRunner
+from runner.run.guard.hooks import (
+    MAX_EVENT_BYTES,
+    MAX_FEEDBACK_CHARS,
+    TAIL_CHARS,
+    HookRunner,
+    PreToolDecision,
+)
 from runner.task import Hooks
 
 pytestmark = pytest.mark.anyio
@@ -159,11 +165,14 @@ async def test_the_output_of_every_hook_reaching_the_model_is_masked(tmp_path: P
     assert outputs[3].count("key ***") == 2
 
 
+WIDE_STDERR = f"printf y >&2; printf '%0{TAIL_CHARS}d' 1 >&2"
+
+
 async def test_long_output_is_cut_to_its_end_for_the_log_and_the_model(tmp_path: Path) -> None:
     log = Log()
     hooks = {
         "post_tool": [
-            {"run": f"printf x; printf '%0{TAIL_CHARS}d' 0"},
+            {"run": f"printf x; printf '%0{TAIL_CHARS}d' 0; {WIDE_STDERR}"},
             {"run": f"printf x; printf '%0{MAX_FEEDBACK_CHARS}d' 0"},
             {"run": "cat > event.json"},
         ]
@@ -171,6 +180,7 @@ async def test_long_output_is_cut_to_its_end_for_the_log_and_the_model(tmp_path:
     result = "r" * MAX_EVENT_BYTES + "CUT"
     added = await masked_runner(tmp_path, hooks, log).post_tool("t", {}, result, False)
     assert log.hooks[0]["stdout"] == "0" * TAIL_CHARS  # the log keeps the end
+    assert log.hooks[0]["stderr"] == "0" * (TAIL_CHARS - 1) + "1"
     said = added.split("\n", 1)[1]
     assert said == f"[... 1 characters cut ...]\n{'0' * MAX_FEEDBACK_CHARS}"
     event = json.loads((tmp_path / "event.json").read_text(encoding="utf-8"))
@@ -242,6 +252,7 @@ async def test_a_session_end_hook_that_cannot_start_or_times_out_is_a_warning(
     assert [h["outcome"] for h in log.hooks] == ["warning", "warning"]
     assert log.hooks[1]["exit_code"] is None and log.hooks[1]["timed_out"] is False
     assert log.hooks[1]["duration_s"] == 0.0 and log.hooks[1]["stdout"] == ""
+    assert log.hooks[1]["turn"] == 3
     assert "the hook could not start" in log.hooks[1]["stderr"]
     assert "timed out" in said[0] and "could not start" in said[1]
 
@@ -253,3 +264,12 @@ async def test_the_event_keeps_non_ascii_text_and_writes_other_values_as_text(
     await runner(tmp_path, hooks, Log(), []).post_tool("t", {"p": Path("x"), "s": "é"}, "r", False)
     raw = (tmp_path / "event.json").read_text(encoding="utf-8")
     assert '"s": "é"' in raw and json.loads(raw)["arguments"] == {"p": "x", "s": "é"}
+
+
+@pytest.mark.parametrize("printed", ["{not json", '{"other": 1}', '{"arguments": 5}', "[1]"])
+async def test_output_that_is_not_an_arguments_object_rewrites_nothing(
+    tmp_path: Path, printed: str
+) -> None:
+    hooks = {"pre_tool": [{"run": f"echo '{printed}'"}]}
+    decision = await masked_runner(tmp_path, hooks, Log()).pre_tool("t", {"n": 1}, lambda _: None)
+    assert decision == PreToolDecision({"n": 1})
