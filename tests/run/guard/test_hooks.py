@@ -15,6 +15,7 @@ from runner.run.guard.hooks import (
     TAIL_CHARS,
     HookRunner,
     PreToolDecision,
+    stop_feedback,
 )
 from runner.task import Hooks
 
@@ -254,7 +255,7 @@ async def test_a_session_end_hook_that_cannot_start_or_times_out_is_a_warning(
     assert log.hooks[1]["duration_s"] == 0.0 and log.hooks[1]["stdout"] == ""
     assert log.hooks[1]["turn"] == 3
     assert "the hook could not start" in log.hooks[1]["stderr"]
-    assert "timed out" in said[0] and "could not start" in said[1]
+    assert "timed out" in said[0] and "the hook could not start" in said[1]
 
 
 async def test_the_event_keeps_non_ascii_text_and_writes_other_values_as_text(
@@ -273,3 +274,27 @@ async def test_output_that_is_not_an_arguments_object_rewrites_nothing(
     hooks = {"pre_tool": [{"run": f"echo '{printed}'"}]}
     decision = await masked_runner(tmp_path, hooks, Log()).pre_tool("t", {"n": 1}, lambda _: None)
     assert decision == PreToolDecision({"n": 1})
+
+
+async def test_a_failed_hooks_warning_says_how_it_failed_with_the_end_of_its_stderr(
+    tmp_path: Path,
+) -> None:
+    said: list[str] = []
+    hooks = {
+        "session_start": [
+            {"run": "printf x >&2; printf '%0300d' 0 >&2; exit 1"},
+            {"run": "kill -9 $$"},
+        ]
+    }
+    await runner(tmp_path, hooks, Log(), said).session_start()
+    assert said[0].endswith(
+        f"session_start hook `{hooks['session_start'][0]['run']}` "
+        f"exited with 1: {'0' * 300}; going on"
+    )
+    assert "was killed by signal 9" in said[1]
+
+
+def test_a_stop_hooks_refusal_goes_back_with_the_attempts_left() -> None:
+    text = stop_feedback("`make test`: 2 failed", 2)
+    assert "refused your attempt_completion" in text and "`make test`: 2 failed" in text
+    assert "(2 attempt(s) left)" in text
