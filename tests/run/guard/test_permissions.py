@@ -227,3 +227,10 @@ def test_a_path_rule_holds_for_an_empty_path_and_one_outside_the_workdir(tmp_pat
     outside = "../" * 30 + "etc/passwd"
     denied = gate(tmp_path, deny=["write_to_file(/etc/*)"])
     assert denied.refusal(WRITE, {"path": outside}) is not None
+
+
+def test_the_unmatched_rule_error_lists_the_tools_there_are() -> None:
+    with pytest.raises(ConfigError, match=r"\(tools: read_file, write_to_file; fix the tool"):
+        check_rules_match(Permissions(deny=["rm"]), ["write_to_file", "read_file"], "t.yaml:1")
+    with pytest.raises(ConfigError, match=r"\(tools: none; fix the tool"):
+        check_rules_match(Permissions(deny=["rm"]), [], "t.yaml:1")
