@@ -255,6 +255,9 @@ async def test_the_cap_rises_once_per_quiet_spell_and_a_429_starts_a_longer_one(
     assert await gated(lambda: call("ok"), gate)() == "ok"
     kept.pop()()
     assert gate.limit == 5
+    at(1480)
+    assert await gated(lambda: asyncio.sleep(0, "ok"), gate)() == "ok"  # a slot not kept
+    assert gate.limit == 6
 
 
 async def test_a_kept_slot_stays_taken_after_the_attempt_until_given_back_once() -> None:
