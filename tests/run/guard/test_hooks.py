@@ -298,3 +298,9 @@ def test_a_stop_hooks_refusal_goes_back_with_the_attempts_left() -> None:
     text = stop_feedback("`make test`: 2 failed", 2)
     assert "refused your attempt_completion" in text and "`make test`: 2 failed" in text
     assert "(2 attempt(s) left)" in text
+
+
+async def test_output_of_exactly_the_bound_reaches_the_model_whole(tmp_path: Path) -> None:
+    hooks = {"post_tool": [{"run": f"printf '%0{MAX_FEEDBACK_CHARS}d' 0"}]}
+    added = await masked_runner(tmp_path, hooks, Log()).post_tool("t", {}, "r", False)
+    assert added == "0" * MAX_FEEDBACK_CHARS
