@@ -87,3 +87,13 @@ def test_a_short_secret_next_to_a_json_escape_is_masked_in_the_log(tmp_path: Pat
     w.message("user", "pin:\n1234\n", 0)
     w.close()
     assert read_session(w.path).events[0]["content"] == f"pin:\n{MASK}\n"
+
+
+@pytest.mark.parametrize("secret", ["-4821", "#48-21", "4821!", "@pin:"])
+def test_a_short_secret_with_a_non_word_character_at_either_end_is_masked_where_it_stands_alone(
+    secret: str,
+) -> None:
+    redactor = Redactor([secret])
+    for said in (f"pin {secret} ok", f"({secret})", secret, f"pin={secret}\n"):
+        assert secret not in redactor.text(said), said
+    assert redactor.text(f"9{secret}9") == f"9{secret}9"  # touching digits: not alone

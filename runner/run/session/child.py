@@ -216,8 +216,11 @@ async def _converse(
 
     log.message("user", task_text, 0)
     timeout = agent.limits.timeout
-    async with asyncio.timeout(timeout) as scope:
-        try:
+    # The try is outside the scope: the scope turns its own cancellation into TimeoutError
+    # as it exits, so a try inside it never saw the child's time limit (an "internal error").
+    scope = asyncio.timeout(timeout)
+    try:
+        async with scope:
             completion = await run_loop(
                 llm=NativeModel(llm, native) if native and llm is not parent.llm else llm,
                 native=native,
@@ -240,10 +243,10 @@ async def _converse(
                 denied=executor.denied(),
                 concurrency=call_concurrency(frame.task, offered, ctx.settings.max_parallel_reads),
             )
-        except TimeoutError:
-            if scope.expired():
-                raise LimitExceeded("time", f"time limit reached ({timeout:g}s)") from None
-            raise
+    except TimeoutError:
+        if scope.expired():
+            raise LimitExceeded("time", f"time limit reached ({timeout:g}s)") from None
+        raise
     if completion.status == "failure":
         return "failed", "agent", "the sub-agent reported failure", completion.result
     return "passed", "", "completed", completion.result

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from runner.llm.providers.limiter import RAISE_AFTER_S, RateGate, gate_for, gated
+from runner.llm.providers.limiter import RAISE_AFTER_S, RateGate, gate_for, gated, keep_slot
 from runner.llm.retry import CallError, CallTarget
 from runner.settings import RetrySettings
 
@@ -156,3 +156,154 @@ async def test_a_waiter_woken_then_cancelled_gives_its_slot_back() -> None:
     with pytest.raises(asyncio.CancelledError):
         await waiting
     assert gate.in_flight == 0
+
+
+async def test_every_429_pause_is_merged_with_the_one_in_force() -> None:
+    gate = RateGate(retry_after_cap_s=1000)
+    loop = asyncio.get_running_loop()
+    ends = []
+    for asked in ("100", "1", "300", "2"):
+        await gate.acquire(pause=False)
+        before = loop.time()
+        gate.release(too_many(asked), ok=False)
+        ends.append((gate.paused_until, before))
+    # A shorter Retry-After never cuts short the pause in force; a longer one extends it.
+    assert ends[1][0] == ends[0][0] >= ends[0][1] + 100
+    assert ends[2][0] >= ends[2][1] + 300
+    assert ends[3][0] == ends[2][0]
+    assert gate.rate_limited == 4  # every 429 counted, by every task together
+    slept: list[float] = []
+
+    async def record(delay: float) -> None:
+        slept.append(delay)
+
+    await gate.acquire(record)
+    assert len(slept) == 1 and slept[0] > 299
+
+
+async def test_a_waiter_woken_into_a_pause_that_began_while_it_waited_honours_it() -> None:
+    gate = RateGate(retry_after_cap_s=1000)
+    await gate.acquire()
+    gate.release(too_many(None), ok=False)  # limit 1
+    await gate.acquire()
+    slept: list[float] = []
+
+    async def record(delay: float) -> None:
+        slept.append(delay)
+
+    waiting = asyncio.ensure_future(gate.acquire(record))
+    await asyncio.sleep(0)
+    assert slept == []  # queued, no pause yet
+    gate.release(too_many("120"), ok=False)  # the slot goes to the waiter, and a pause begins
+    await asyncio.wait_for(waiting, 1)
+    assert len(slept) == 1 and slept[0] > 119
+
+
+async def test_the_cap_rises_once_per_quiet_spell_and_a_429_starts_a_longer_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    now = [1000.0]
+    monkeypatch.setattr(asyncio.get_running_loop(), "time", lambda: now[0])  # the gate's clock
+    gate = RateGate(retry_after_cap_s=1000)
+
+    def at(when: float) -> None:
+        now[0] = when
+
+    for _ in range(3):
+        await gate.acquire(pause=False)
+    gate.release(too_many(None), ok=False)  # two were taken beside it: the cap is 2
+    limits = []
+    at(1000 + RAISE_AFTER_S - 0.1)
+    gate.release()
+    limits.append(gate.limit)  # not yet
+    for when in (1000 + RAISE_AFTER_S, 1000 + 2 * RAISE_AFTER_S - 0.1, 1000 + 2 * RAISE_AFTER_S):
+        at(when)
+        await gate.acquire(pause=False)
+        gate.release()
+        limits.append(gate.limit)  # each spell counts from the last rise
+    assert limits == [2, 3, 3, 4]
+    at(1080)
+    await gate.acquire(pause=False)
+    await gate.acquire(pause=False)
+    gate.release(too_many("10"), ok=False)  # a spell now lasts ten times the asked 10 s
+    assert gate.limit == 2
+    at(1179)
+    gate.release()
+    assert gate.limit == 2
+    at(1180)
+    gate.release(CallError("status", "boom", status=500), ok=False)  # a failure raises nothing
+    assert gate.limit == 2
+    await gate.acquire(pause=False)
+    gate.release()
+    assert gate.limit == 3
+    kept = []
+
+    async def call(answer: str | CallError) -> str:
+        kept.append(keep_slot())
+        if isinstance(answer, CallError):
+            raise answer
+        return answer
+
+    at(1280)  # a spell has passed: a gated failure raises nothing, a success does
+    with pytest.raises(CallError):
+        await gated(lambda: call(CallError("status", "boom", status=500)), gate)()
+    assert gate.limit == 3 and gate.in_flight == 0  # a failure keeps no slot, kept or not
+    assert await gated(lambda: call("ok"), gate)() == "ok"
+    kept.pop()()  # given back once the body is drained: that success counts too
+    assert gate.limit == 4
+    at(1380)
+    assert await gated(lambda: call("ok"), gate)() == "ok"
+    kept.pop()()
+    assert gate.limit == 5
+    at(1480)
+    assert await gated(lambda: asyncio.sleep(0, "ok"), gate)() == "ok"  # a slot not kept
+    assert gate.limit == 6
+
+
+async def test_a_kept_slot_stays_taken_after_the_attempt_until_given_back_once() -> None:
+    assert keep_slot() is None  # outside a gated attempt there is no slot to keep
+    gate = RateGate()
+    kept = []
+
+    async def call() -> str:
+        kept.append(keep_slot())
+        return "reply"
+
+    assert await gated(call, gate)() == "reply"
+    assert gate.in_flight == 1  # the body is still draining: the slot stays taken
+    (give_back,) = kept
+    assert give_back is not None
+    give_back()
+    give_back()  # a second give-back gives nothing more back
+    assert gate.in_flight == 0
+    assert await gated(call, gate)() == "reply" and gate.in_flight == 1
+    assert keep_slot() is None  # the attempt's slot was its own
+    assert gated(call, None) is call  # no gate: the call as it is
+
+
+async def test_the_attempt_after_its_own_429_skips_the_pause_and_other_tasks_wait_it_out() -> None:
+    gate = RateGate(retry_after_cap_s=1000)
+    slept: list[float] = []
+
+    async def record(delay: float) -> None:
+        slept.append(delay)
+
+    answers: list[str | CallError] = [too_many("100"), "ok", CallError("status", "x", status=500)]
+
+    async def call() -> str:
+        answer = answers.pop(0)
+        if isinstance(answer, CallError):
+            raise answer
+        return answer
+
+    attempt = gated(call, gate, record)
+    with pytest.raises(CallError):
+        await attempt()
+    assert await attempt() == "ok"  # its retry policy already waited the 100 s: no second wait
+    assert slept == []
+    with pytest.raises(CallError):
+        await attempt()  # the pause is still on, and this attempt did not just get a 429
+    assert len(slept) == 1 and slept[0] > 99
+    assert await gated(lambda: asyncio.sleep(0, "other"), gate, record)() == "other"
+    assert len(slept) == 2  # another task waits the pause out too
+    assert gate.in_flight == 0 and gate.limit == 1

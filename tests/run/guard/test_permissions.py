@@ -169,3 +169,68 @@ def test_a_rule_may_name_a_tool_as_server__tool(tmp_path: Path) -> None:
     rules = gate(tmp_path, deny=["workspace__execute_command(rm *)"])
     assert rules.refusal(COMMAND, {"command": "rm -rf build"}) is not None
     assert rules.refusal(COMMAND, {"command": "ls"}) is None
+
+
+def test_a_misspelled_permissions_key_is_refused_not_ignored() -> None:
+    # `alow:` ignored would leave every call allowed while the task file says otherwise.
+    with pytest.raises(ValidationError, match="alow"):
+        Permissions.model_validate({"alow": ["read_file"]})
+
+
+@pytest.mark.parametrize(
+    ("rules", "any_rule"),
+    [({}, False), ({"allow": ["read_file"]}, True), ({"deny": ["write_to_file"]}, True)],
+)
+def test_permissions_count_as_set_when_either_list_has_a_rule(
+    rules: dict[str, list[str]], any_rule: bool
+) -> None:
+    assert bool(Permissions.model_validate(rules)) is any_rule
+
+
+def test_only_leading_assignments_of_a_command_are_dropped_before_matching(
+    tmp_path: Path,
+) -> None:
+    rules = gate(tmp_path, deny=["execute_command(rm -rf build)"])
+    assert rules.refusal(COMMAND, {"command": "CI=1 rm -rf build"}) is not None
+    # `X=1` after the command's name is an argument: this is not `rm -rf build`.
+    assert rules.refusal(COMMAND, {"command": "rm X=1 -rf build"}) is None
+
+
+def test_a_tool_of_another_server_named_like_a_workspace_tool_matches_its_own_argument(
+    tmp_path: Path,
+) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"query": {"type": "string"}, "path": {"type": "string"}},
+        "required": ["query"],
+    }
+    docs_read = ToolSpec("docs__read_file", "", schema, server="docs", remote_name="read_file")
+    assert main_argument(docs_read) == "query"
+    lookup = ToolSpec("lookup", "", {**schema, "required": ["path"]}, server="docs")
+    # The runner cannot know what another server means by `path`: it is matched as written.
+    rules = gate(tmp_path, deny=["lookup(secret*)"])
+    assert rules.refusal(lookup, {"path": "docs/../secret.txt"}) is None
+    assert rules.refusal(lookup, {"path": "secret.txt"}) is not None
+
+
+def test_a_denied_command_inside_a_substitution_or_after_an_assignment_is_refused(
+    tmp_path: Path,
+) -> None:
+    rules = gate(tmp_path, deny=["execute_command(rm -rf build)"])
+    for command in ("echo $(rm -rf build)", "echo `CI=1 rm -rf build`", "(rm -rf build)"):
+        assert rules.refusal(COMMAND, {"command": command}) is not None, command
+
+
+def test_a_path_rule_holds_for_an_empty_path_and_one_outside_the_workdir(tmp_path: Path) -> None:
+    allowed = gate(tmp_path, allow=["write_to_file(src/*)"])
+    assert allowed.refusal(WRITE, {"path": ""}) is not None
+    outside = "../" * 30 + "etc/passwd"
+    denied = gate(tmp_path, deny=["write_to_file(/etc/*)"])
+    assert denied.refusal(WRITE, {"path": outside}) is not None
+
+
+def test_the_unmatched_rule_error_lists_the_tools_there_are() -> None:
+    with pytest.raises(ConfigError, match=r"\(tools: read_file, write_to_file; fix the tool"):
+        check_rules_match(Permissions(deny=["rm"]), ["write_to_file", "read_file"], "t.yaml:1")
+    with pytest.raises(ConfigError, match=r"\(tools: none; fix the tool"):
+        check_rules_match(Permissions(deny=["rm"]), [], "t.yaml:1")

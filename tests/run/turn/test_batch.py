@@ -126,3 +126,41 @@ def test_gather_in_order_holds_to_its_limit() -> None:
         return peak
 
     assert asyncio.run(scenario()) == 2
+
+
+def test_every_call_after_a_malformed_one_is_still_grouped() -> None:
+    bad, worse = CallError("x", "bad"), CallError("y", "worse")
+    items = [*calls("sub_agent"), bad, *calls("sub_agent", "sub_agent"), worse, *calls("read_file")]
+    assert names(list(batches(items, BOTH))) == [
+        ["sub_agent"],
+        ["!x"],
+        ["sub_agent", "sub_agent"],
+        ["!y"],
+        ["read_file"],
+    ]
+
+
+def test_gather_in_order_of_one_job_returns_its_result() -> None:
+    async def run() -> str:
+        return "only"
+
+    assert asyncio.run(gather_in_order([run], limit=4)) == ["only"]
+
+
+def test_gather_in_order_with_a_limit_below_two_runs_one_job_at_a_time() -> None:
+    async def scenario(limit: int) -> int:
+        running = peak = 0
+
+        async def run() -> int:
+            nonlocal running, peak
+            running += 1
+            peak = max(peak, running)
+            await asyncio.sleep(0)
+            running -= 1
+            return 1
+
+        assert await gather_in_order([run, run, run], limit=limit) == [1, 1, 1]
+        return peak
+
+    assert asyncio.run(scenario(1)) == 1
+    assert asyncio.run(scenario(0)) == 1  # no limit is read as one, never as none at all

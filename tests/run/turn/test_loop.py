@@ -522,3 +522,42 @@ async def test_the_wind_down_notice_is_asked_before_every_model_call() -> None:
         wind_down=Notice(),
     )
     assert asked == [1, 3]
+
+
+async def test_every_call_after_a_malformed_one_in_a_reply_still_runs() -> None:
+    executor = Executor()
+    reply = "\n".join(["<echo>\n<txt>a</txt>\n</echo>", echo("one"), echo("two")])
+    events = Events()
+    await run(ScriptedLLM(reply, done()), executor=executor, events=events)
+    assert executor.calls == [("echo", {"text": "one"}), ("echo", {"text": "two"})]
+    assert events.messages[1][1].count("[echo] Result:") == 2
+
+
+async def test_a_reservation_prices_the_prompt_as_input_and_the_reply_as_output() -> None:
+    shared = RunBudget(max_cost_usd=1e9)
+    budget = Budget(run=shared)
+    budget.reserve_output_tokens = 10
+    held: list[float] = []
+
+    class Watching(ScriptedLLM):
+        async def complete(self, system: str, messages: Sequence[Message], **kw: Any) -> Reply:
+            held.append(shared.reserved_usd)
+            return await super().complete(system, messages, **kw)
+
+    compactor = Compactor()
+    messages = [Message("user", "the task " * 40)]
+    prompt_tokens = compactor.estimate(messages)
+    await run_loop(
+        llm=Watching(done()),
+        system="system",
+        messages=messages,
+        tools=[ECHO],
+        executor=Executor(),
+        events=Events(),
+        budget=budget,
+        compactor=compactor,  # type: ignore[arg-type]
+        # An output token costs a thousand times an input token, as with real price lists
+        # the two differ: swapped prices would hold a very different amount.
+        cost_of=lambda usage: usage.input_tokens * 1.0 + usage.output_tokens * 1000.0,
+    )
+    assert held == [prompt_tokens * 1.0 + 10 * 1000.0]

@@ -72,3 +72,36 @@ async def test_calls_that_end_in_reverse_come_back_in_call_order_under_the_turn_
     feedback = llm.seen[1][-1]
     assert feedback.index("result 0") < feedback.index("result 1")
     assert "result 2" not in feedback and "left out" in feedback  # the cap hit the last call
+
+
+class Counting:
+    """Counts the calls under way at once (each yields to the others a few times)."""
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.most = 0
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        for _ in range(5):
+            await anyio.sleep(0)
+        self.in_flight -= 1
+        return ToolResult("ok")
+
+
+async def test_a_batch_runs_at_most_its_lanes_limit_of_calls_at_once() -> None:
+    executor = Counting()
+    await run_loop(
+        llm=ScriptedLLM("\n".join(peek(n) for n in range(5)), done()),
+        system="system",
+        messages=[Message("user", "the task")],
+        tools=[READ],
+        executor=executor,
+        events=Events(),
+        budget=Budget(),
+        compactor=Compactor(),  # type: ignore[arg-type]
+        cost_of=lambda usage: 0.0,
+        concurrency=Concurrency((Lane(frozenset({"peek"}), 2),)),
+    )
+    assert executor.most == 2
