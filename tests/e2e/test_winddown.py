@@ -44,7 +44,7 @@ SCENARIOS = {
         # Every reply is the report plus a long command, so the test holds wherever the limit
         # strikes on a loaded machine: in the first model call or in the command.
         task={"limits": {"timeout": "3s"}},
-        default=reply(f"{REPORT}\n{call('execute_command', command='sleep 30')}"),
+        default=reply(f"{REPORT}\n{call('execute_command', command='sleep 30; echo SLEPT')}"),
     ),
     "run_cost": Scenario(
         # The run's own cap is a hard ceiling: no last request past it.
@@ -108,7 +108,9 @@ def test_the_time_limit_also_ends_with_a_final_report(runs: dict[str, Done]) -> 
     assert done.task()["kind"] == "time"
     assert done.task()["result"].startswith(REPORT)
     assert TOOLS_OFF in last_user_text(done.requests[-1])
-    assert done.task()["duration_s"] < 25
+    # The limit cut the long command short (no wall-clock bound: a loaded machine may be slow
+    # everywhere else): no command ran to its end.
+    assert not any("SLEPT" in str(e["result"]) for e in done.events("tool_call"))
 
 
 def test_no_last_request_passes_the_runs_own_cost_cap(runs: dict[str, Done]) -> None:
