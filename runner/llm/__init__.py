@@ -12,14 +12,16 @@ imports the chosen provider's module.
 from __future__ import annotations
 
 from runner.llm.base import LLM, Message, MessageChars, ProviderFactory, Reply, RetryEvent, Usage
-from runner.llm.inflight import InFlight, activity, streamed, track
+from runner.llm.inflight import CHARS_PER_TOKEN, Activity, InFlight, activity, streamed, track
 from runner.llm.models import cost_usd, lookup_model, max_output_tokens_for
 from runner.llm.native import NativeCall, NativeResult, NativeTools, wire_name
 from runner.llm.providers import context_window_of
 from runner.llm.registry import create_llm, provider_names, spec_problem
 
 __all__ = [
+    "CHARS_PER_TOKEN",
     "LLM",
+    "Activity",
     "InFlight",
     "Message",
     "MessageChars",

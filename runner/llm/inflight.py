@@ -3,7 +3,8 @@
 A task's heartbeat said `turn=0 tokens=0` every 30 s for the six minutes a local model took to
 write one reply. Now the loop marks what it waits for (`activity("model call")`, `activity("tool
 NAME")`), a streaming provider counts what has arrived (`streamed`), and the heartbeat reads it
-(`InFlight.describe`): `model call 2m 10s, ~1.2k tokens streamed` or `tool execute_command 45s`.
+(`InFlight.leaves`, which `runner.run.telemetry.progress` puts into words with the console's
+own formats): `model call 2m10s, ~1,234 tokens streamed` or `tool execute_command 45.0s`.
 
 The marks live in a context variable, so they follow the task into everything it awaits and into
 the tasks it starts: a sub-agent's model call shows under its parent's `sub_agent` call, and
@@ -18,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-__all__ = ["Activity", "InFlight", "activity", "streamed", "track"]
+__all__ = ["CHARS_PER_TOKEN", "Activity", "InFlight", "activity", "streamed", "track"]
 
 CHARS_PER_TOKEN = 4  # the providers' rough estimate; the heartbeat says "~"
 
@@ -36,12 +37,9 @@ class Activity:
     streamed_chars: int = 0
     """Characters of the reply streamed so far (model calls)."""
 
-    def line(self, now: float) -> str:
-        """`model call 12s, ~300 tokens streamed`, with the activities it runs inside first."""
-        text = f"{self.what} {_duration(now - self.since)}"
-        if self.streamed_chars:
-            text += f", ~{_tokens(self.streamed_chars // CHARS_PER_TOKEN)} tokens streamed"
-        return text if self.parent is None else f"{self.parent.line(now)} > {text}"
+    def chain(self) -> list[Activity]:
+        """The activities this one runs inside, outermost first, then itself."""
+        return [*(self.parent.chain() if self.parent is not None else []), self]
 
 
 class InFlight:
@@ -50,12 +48,10 @@ class InFlight:
     def __init__(self) -> None:
         self._active: list[Activity] = []
 
-    def describe(self, now: float | None = None) -> str:
-        """Each innermost activity with those it runs inside, `; `-separated ('' for none)."""
-        now = time.monotonic() if now is None else now
+    def leaves(self) -> list[Activity]:
+        """The innermost activities (each `chain()` names those it runs inside), in order."""
         parents = {id(a.parent) for a in self._active if a.parent is not None}
-        leaves = [a for a in self._active if id(a) not in parents]
-        return "; ".join(a.line(now) for a in leaves)
+        return [a for a in self._active if id(a) not in parents]
 
     def _add(self, item: Activity) -> None:
         self._active.append(item)
@@ -103,14 +99,3 @@ def streamed(chars: int) -> None:
     current = _CURRENT.get()
     if current is not None and current[1] is not None:
         current[1].streamed_chars += chars
-
-
-def _duration(seconds: float) -> str:
-    whole = int(seconds)
-    if whole < 60:
-        return f"{whole}s"
-    return f"{whole // 60}m {whole % 60}s"
-
-
-def _tokens(count: int) -> str:
-    return f"{count / 1000:.1f}k" if count >= 1000 else str(count)

@@ -109,7 +109,7 @@ def _stdout(root: Path) -> str:
 def _streamed(stdout: str) -> int:
     """The tokens streamed that the latest heartbeat counts (0 before any)."""
     counts = [
-        int(line.rsplit("~", 1)[1].split()[0])
+        int(line.rsplit("~", 1)[1].split()[0].replace(",", ""))
         for line in heartbeats(stdout)
         if "tokens streamed" in line
     ]
