@@ -28,7 +28,7 @@ from anyio.abc import Process
 from runner.mcp.extension import WORKSPACE, ExtensionConfig
 from runner.mcp.launch import builtin_workspace_root, server_env
 from runner.settings import environ
-from runner.workspace import SANDBOX_ENV, TRACE_ENV
+from runner.workspace import SANDBOX_ENV, TRACE_ENV, start_group
 from runner.workspace import current as current_sandbox
 
 __all__ = ["SDK_INHERITED_ENV", "discard", "spawn_early", "stdio_server_env"]
@@ -82,13 +82,13 @@ async def spawn_early(
                 continue
             assert config.cmd is not None
             try:
-                started[config.name] = await anyio.open_process(
+                # start_group: a cancellation landing mid-start kills the server's group.
+                started[config.name] = await start_group(
                     [config.cmd, *config.args],
                     # As the SDK builds it when the connection starts the server itself.
                     env={**_sdk_default_env(), **stdio_server_env(config, base_env)},
                     stderr=subprocess.PIPE,
                     cwd=workdir,
-                    start_new_session=True,
                 )
             except OSError:
                 continue

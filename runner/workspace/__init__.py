@@ -53,6 +53,7 @@ from runner.workspace.sandbox import (
     run_shell,
     run_to_end,
     shared_reaper,
+    start_group,
     toolchain_dirs,
 )
 from runner.workspace.tools import DESCRIPTIONS, READ_ONLY, WorkspaceTools, error_text
@@ -90,6 +91,7 @@ __all__ = [
     "run_shell",
     "run_to_end",
     "shared_reaper",
+    "start_group",
     "toolchain_dirs",
     "Connection",
     "HostRule",

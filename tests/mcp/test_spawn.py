@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -125,3 +126,37 @@ async def test_an_early_server_gets_the_tasks_traceparent(tmp_path: Path) -> Non
     await process.aclose()
 
     assert out.decode().strip() == "00-abc-def-01"
+
+
+def test_a_time_limit_expiring_as_an_early_server_starts_kills_its_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The limit lands just after the fork (tests/fakes/forkpoint.py): the server's child, which
+    holds its pipes, is killed with it instead of keeping the cancelled start waiting."""
+    import asyncio
+    import uuid
+
+    from tests.fakes.forkpoint import alive, expire_after_the_fork, gone
+
+    marker = f"{uuid.uuid4().int % 10**6:06d}"
+    server = ExtensionConfig(
+        name="slow",
+        cmd="/bin/sh",
+        args=["-c", f"(touch ready; sleep 5.{marker}; touch started); true"],
+    )
+    fork_point = expire_after_the_fork(monkeypatch)
+
+    async def run() -> None:
+        async with asyncio.timeout(None) as limit:
+            fork_point.arm(limit, tmp_path / "ready")
+            await spawn_early([server], workdir=tmp_path, base_env=environ())
+
+    try:
+        with pytest.raises(TimeoutError):
+            asyncio.run(run())
+        assert fork_point.fired(), "the limit was never set to expire"
+        assert gone(marker), f"the server's child outlived the time limit: {alive(marker)}"
+        assert not (tmp_path / "started").exists()
+    finally:
+        for pid in alive(marker):
+            os.kill(pid, 9)

@@ -38,6 +38,7 @@ from runner.workspace.sandbox.shell import (
     read_pipe,
     run_shell,
     run_to_end,
+    start_group,
 )
 
 __all__ = [
@@ -61,6 +62,7 @@ __all__ = [
     "run_shell",
     "run_to_end",
     "shared_reaper",
+    "start_group",
     "toolchain_dirs",
     "Connection",
     "HostRule",

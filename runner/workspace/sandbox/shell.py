@@ -10,12 +10,13 @@ task's private folder.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
 import subprocess
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,7 @@ __all__ = [
     "read_pipe",
     "run_shell",
     "run_to_end",
+    "start_group",
 ]
 
 TRACE_ENV: ContextVar[Mapping[str, str] | None] = ContextVar("TRACE_ENV", default=None)
@@ -72,11 +74,8 @@ async def open_shell(
 ) -> Process:
     """Start `command` with the shell in `cwd`, as the leader of a new process group, and tell
     `watcher` (the reaper) about the group before anything can cancel the caller."""
-    # The spawn is shielded: the shell exists as soon as it is forked, but open_process awaits
-    # the event loop once more before it returns the process. A cancel (SIGINT) landing in that
-    # await would leave a running command that neither the caller's `finally` nor the reaper
-    # knows of (asyncio then kills the shell's pid only, not the children it forked). Shielded,
-    # the cancel lands in the caller's wait, and the group is killed.
+    # anyio's shield holds back anyio's cancellations (SIGINT) until the process is known; the
+    # start itself is proof against asyncio's own too (`start_group`).
     argv = ["/bin/sh", "-c", command]
     sandbox = current()
     with anyio.CancelScope(shield=True), _filter(sandbox is not None) as filter_fd:
@@ -85,19 +84,56 @@ async def open_shell(
             env = sandbox.env(env if env is not None else environ())
         elif proxy_env := unconfined_env():  # an allowlist no backend enforces (DESIGN 19)
             env = {**(env if env is not None else environ()), **proxy_env}
-        process = await anyio.open_process(
+        process = await start_group(
             argv,
             stdin=stdin,
             stdout=stdout,
             stderr=stderr,
             cwd=cwd,
             env=_with_trace(env),
-            start_new_session=True,
             pass_fds=() if filter_fd is None else (filter_fd,),
         )
         if watcher is not None:
             watcher.watch(process.pid)
     return process
+
+
+async def start_group(argv: Sequence[str], **options: Any) -> Process:
+    """`anyio.open_process(argv, start_new_session=True, **options)`, proof against a
+    cancellation that lands while the process starts: a caller cancelled then kills the new
+    group and reaps it before the cancellation goes on, so no command outlives it.
+
+    Why its own task: the process exists as soon as it is forked, and open_process awaits the
+    event loop after that. anyio's shield does not hold back asyncio's own cancellation (the
+    `asyncio.timeout` of a task's time limit); landing in that await, it made asyncio kill the
+    leader alone and wait for the output pipes to close, which the command's children held open
+    to their end: a 2 s time limit waited 30 s for `sleep 30`, and nothing killed the group."""
+    starting = asyncio.ensure_future(anyio.open_process(argv, start_new_session=True, **options))
+    try:
+        return await asyncio.shield(starting)
+    except asyncio.CancelledError:
+        await _to_the_end(_discard_started(starting))
+        raise
+
+
+async def _discard_started(starting: asyncio.Future[Process]) -> None:
+    """Kill the process group `starting` made, once it is made, and reap its leader."""
+    try:
+        process = await starting
+    except Exception:  # it could not start: nothing to kill; the caller is cancelled anyway
+        return
+    kill_group(process.pid)
+    await process.aclose()
+
+
+async def _to_the_end(work: Awaitable[None]) -> None:
+    """Await `work` to its end however often the caller is cancelled meanwhile (a second
+    SIGINT); the caller's cancellation is not lost, its own `except` re-raises it."""
+    task = asyncio.ensure_future(work)
+    while not task.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(task)
+    task.result()
 
 
 @contextlib.contextmanager
