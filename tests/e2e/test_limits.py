@@ -22,6 +22,9 @@ from tests.fakes.model_server import reply
 
 # A reply with no tool call: it costs a turn and earns a reminder, so the task goes on.
 THINKING = "Let me think about this a little longer."
+# The command the time limit must cut short: so long that only a command that ran to its end
+# makes the task last this long, however loaded the machine is (the runner waits 60 s at most).
+LONG_COMMAND_S = 50
 
 SCENARIOS = {
     "turns": Scenario(
@@ -38,7 +41,7 @@ SCENARIOS = {
     ),
     "time": Scenario(
         task={"limits": {"timeout": "2s"}},
-        steps=[tool_reply("execute_command", command="sleep 30")],
+        steps=[tool_reply("execute_command", command=f"sleep {LONG_COMMAND_S}")],
         default=complete("too late"),
     ),
     "run_cost": Scenario(
@@ -96,7 +99,7 @@ def test_the_wall_time_limit_stops_a_long_tool_call_with_exit_code_5(
 ) -> None:
     done = runs["time"]
     assert_stopped_by(done, "time")
-    assert done.task()["duration_s"] < 15
+    assert done.task()["duration_s"] < LONG_COMMAND_S - 5, "the command was not cut short"
     assert_no_process_left(done.root)
 
 
