@@ -37,15 +37,20 @@ from tests.hardening.conftest import (
     event_kinds,
     secret_leaks,
     start_on,
+    wire_args,
 )
 
 pytestmark = pytest.mark.slow
 
 SIGNAL_GAP_S = 0.5
 """Stands in for GitHub's 7.5 s between SIGINT and SIGTERM."""
+REACH_S = 120
+"""How long a run may take to reach the point of its fault. Seven runners start at once: on a
+loaded machine (load 18 on 2 cores) some took over 30 s to their second model call."""
 # Unique durations: the commands are found by their command lines, and must not survive.
 SLEEP_SIGNALLED = "sleep 37.25"
 SLEEP_KILLED = "sleep 38.75"
+SLEEP_IN_HOOK = "sleep 39.25"
 BIG_REPLY = "A reply too long for the log file's size limit. " * 100
 
 
@@ -71,6 +76,13 @@ SCENARIOS = {
     ),
     "killed_tool": Scenario(
         task={"prompt": "Wait."}, steps=[tool_reply("execute_command", command=SLEEP_KILLED)]
+    ),
+    # Unconfined, so that only the reaper can end the hook once the runner is gone (a sandbox's
+    # bwrap dies with its parent, and takes the hook with it).
+    "killed_hook": Scenario(
+        task={"prompt": "Wait.", "hooks": {"session_start": [{"run": SLEEP_IN_HOOK}]}},
+        steps=[complete()],
+        args=wire_args("openai", "--sandbox-backend", "none"),
     ),
     "log_unwritable": Scenario(
         task=NO_WORKSPACE,
@@ -102,18 +114,21 @@ def runs(module_dir: Path) -> dict[str, Done]:
         for name, scenario in SCENARIOS.items():
             started[name] = start_on(scenario, module_dir / name)
 
-        assert started["signals_model"].server.wait_for_stall(timeout=30)
+        assert started["signals_model"].server.wait_for_stall(timeout=REACH_S)
         github_cancel(started["signals_model"])
 
-        wait_until(lambda: bool(processes_mentioning(SLEEP_SIGNALLED)), 30, SLEEP_SIGNALLED)
+        wait_until(lambda: bool(processes_mentioning(SLEEP_SIGNALLED)), REACH_S, SLEEP_SIGNALLED)
         github_cancel(started["signals_tool"])
 
-        wait_until(lambda: bool(processes_mentioning(SLEEP_KILLED)), 30, SLEEP_KILLED)
+        wait_until(lambda: bool(processes_mentioning(SLEEP_KILLED)), REACH_S, SLEEP_KILLED)
         started["killed_tool"].process.send_signal(signal.SIGKILL)
+
+        wait_until(lambda: bool(processes_mentioning(SLEEP_IN_HOOK)), REACH_S, SLEEP_IN_HOOK)
+        started["killed_hook"].process.send_signal(signal.SIGKILL)
 
         # The log stops growing where it is: the next event cannot be written.
         unwritable = started["log_unwritable"]
-        assert unwritable.server.wait_for_stall(timeout=30)
+        assert unwritable.server.wait_for_stall(timeout=REACH_S)
         limit = log_size(module_dir / "log_unwritable") + 64
         resource.prlimit(unwritable.pid, resource.RLIMIT_FSIZE, (limit, limit))
         unwritable.server.release()
@@ -174,6 +189,12 @@ def test_sigkill_during_a_tool_call_leaves_every_earlier_event_and_no_command(
     assert [e["type"] for e in record.events] == ["message", "message", "model_call"]
     # The runner dies without cleaning up: its reaper sees the pipe close and kills the command.
     wait_until(lambda: not processes_mentioning(SLEEP_KILLED), 10, f"{SLEEP_KILLED} to end")
+
+
+def test_sigkill_while_a_hook_runs_leaves_no_hook_behind(runs: dict[str, Done]) -> None:
+    assert runs["killed_hook"].code == -signal.SIGKILL
+    # Nobody cleans up after a SIGKILL: the reaper kills the hook's group as it does a command's.
+    wait_until(lambda: not processes_mentioning(SLEEP_IN_HOOK), 10, f"{SLEEP_IN_HOOK} to end")
 
 
 def test_resume_after_a_sigkill_mid_tool_call_finishes_the_task(resumed: Done) -> None:
