@@ -32,6 +32,10 @@ SHARED = REPO.parent / "shared"
 XSD_VALIDATOR = SHARED / "junit" / "validate_junit.py"
 LOG_SCHEMA = json.loads((REPO / "docs" / "session-log.schema.json").read_text(encoding="utf-8"))
 RUN_TIMEOUT_S = 60.0
+REACH_S = 120.0
+"""How long a test waits for a run to reach a point (a stalled model call, a started command)
+before it gives up: a bound for a hang, not for speed. Runs started side by side on a loaded
+machine (load 18 on 2 cores) took over 30 s to reach their second model call."""
 """Bound on one runner process; a hang fails the test instead of stalling the suite."""
 
 MODEL = "openai:gpt-4.1"

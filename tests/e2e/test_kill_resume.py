@@ -9,6 +9,7 @@ import pytest
 
 from runner.sessionlog import SessionRecord, find_sessions, read_session
 from tests.e2e.conftest import (
+    REACH_S,
     Done,
     Scenario,
     assert_no_process_left,
@@ -34,7 +35,7 @@ def killed(module_dir: Path) -> SessionRecord:
     with FakeModelServer(steps) as server:
         run = start(Scenario(task={"prompt": "Count one run."}), module_dir, server)
         try:
-            assert server.wait_for_stall(timeout=30), "the second model call never came"
+            assert server.wait_for_stall(timeout=REACH_S), "the second model call never came"
             run.process.send_signal(signal.SIGKILL)
             assert run.process.wait(timeout=30) == -signal.SIGKILL
         finally:

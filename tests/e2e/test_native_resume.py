@@ -14,6 +14,7 @@ import pytest
 from runner.sessionlog import SessionRecord, find_sessions, read_session
 from tests.e2e.conftest import (
     API_KEY,
+    REACH_S,
     Done,
     Scenario,
     assert_no_process_left,
@@ -55,7 +56,7 @@ def killed(request: pytest.FixtureRequest, module_dir: Path) -> tuple[str, Path,
     with FakeModelServer(steps) as server:
         run = start(scenario(wire), root, server)
         try:
-            assert server.wait_for_stall(timeout=30), "the second model call never came"
+            assert server.wait_for_stall(timeout=REACH_S), "the second model call never came"
             run.process.send_signal(signal.SIGKILL)
             assert run.process.wait(timeout=30) == -signal.SIGKILL
         finally:
@@ -128,7 +129,7 @@ def cut_mid_call(module_dir: Path) -> tuple[Done, SessionRecord]:
     with FakeModelServer(steps) as server:
         run = start(scenario("anthropic"), root, server)
         try:
-            wait_until((root / "w" / "started.txt").exists, 30, "the command to start")
+            wait_until((root / "w" / "started.txt").exists, REACH_S, "the command to start")
             run.process.send_signal(signal.SIGKILL)
             run.process.wait(timeout=30)
         finally:

@@ -15,6 +15,7 @@ import pytest
 from tests.e2e.conftest import (
     API_KEY,
     NO_WORKSPACE,
+    REACH_S,
     RUN_TIMEOUT_S,
     Done,
     Scenario,
@@ -49,7 +50,7 @@ def _stalled_run(root: Path, *args: str) -> Done:
         run = start(scenario, root, server)
         stream = root / ("stderr.txt" if "json" in args else "stdout.txt")
         try:
-            assert server.wait_for_stall(timeout=30), "the model call never stalled"
+            assert server.wait_for_stall(timeout=REACH_S), "the model call never stalled"
             wait_until(
                 lambda: len(heartbeats(stream.read_text(encoding="utf-8"))) >= 2,
                 timeout=30,
@@ -82,7 +83,7 @@ def test_the_heartbeat_says_what_is_in_flight_and_the_tokens_streamed_so_far(
     try:
         run = start(Scenario(task=NO_WORKSPACE, env=FAST_BEAT), tmp_path, server)
         try:
-            assert server.wait_for_stall(timeout=30), "the model call never started streaming"
+            assert server.wait_for_stall(timeout=REACH_S), "the model call never started streaming"
             for _ in range(3):
                 server.drip()
                 wait_until(

@@ -10,6 +10,7 @@ import pytest
 
 from tests.e2e.conftest import (
     NO_WORKSPACE,
+    REACH_S,
     Done,
     Scenario,
     call,
@@ -74,8 +75,8 @@ def test_jobs_2_runs_two_tasks_at_the_same_time(tmp_path: Path) -> None:
     with FakeModelServer([stalled, complete("while the other waited")]) as server:
         run = start(Scenario(task=suite, args=default_args("--jobs", "2")), tmp_path, server)
         try:
-            assert server.wait_for_stall(timeout=30)
-            wait_until(lambda: len(server.requests) == 2, 30, "the second task's request")
+            assert server.wait_for_stall(timeout=REACH_S)
+            wait_until(lambda: len(server.requests) == 2, REACH_S, "the second task's request")
             server.release()
             done = run.wait()
         finally:

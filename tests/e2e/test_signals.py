@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import (
+    REACH_S,
     Done,
     Scenario,
     Started,
@@ -36,7 +37,7 @@ def runs(module_dir: Path) -> dict[str, Done]:
             ).start()
             started[name] = start(Scenario(task={}), module_dir / name, servers[name])
         for name, (sig, _) in SIGNALS.items():
-            assert servers[name].wait_for_stall(timeout=30), f"{name}: no stalled model call"
+            assert servers[name].wait_for_stall(timeout=REACH_S), f"{name}: no stalled model call"
             started[name].process.send_signal(sig)
         return {name: run.wait() for name, run in started.items()}
     finally:

@@ -11,6 +11,7 @@ import pytest
 
 from runner.sessionlog import SessionRecord, find_sessions, read_session
 from tests.e2e.conftest import (
+    REACH_S,
     Done,
     Scenario,
     assert_no_process_left,
@@ -69,13 +70,13 @@ def killed(module_dir: Path) -> Path:
     with FakeModelServer([both()], routes=routes) as server:
         run = start(scenario(), root, server)
         try:
-            assert server.wait_for_stall(timeout=30), "the reader's model call never came"
+            assert server.wait_for_stall(timeout=REACH_S), "the reader's model call never came"
 
             def writer_ended() -> bool:
                 _, children = split(sessions(root / "OUT"))
                 return "writer" in children and children["writer"].end is not None
 
-            wait_until(writer_ended, 30, "the writer's end line")
+            wait_until(writer_ended, REACH_S, "the writer's end line")
             run.process.send_signal(signal.SIGKILL)
             assert run.process.wait(timeout=30) == -signal.SIGKILL
         finally:
@@ -126,8 +127,8 @@ def test_sigterm_stops_the_children_with_interrupted_logs(module_dir: Path) -> N
     with FakeModelServer([both()], routes=routes) as server:
         run = start(scenario(), root, server)
         try:
-            wait_until(lambda: len(server.requests) == 3, 30, "both children's model calls")
-            assert server.wait_for_stall(timeout=30)
+            wait_until(lambda: len(server.requests) == 3, REACH_S, "both children's model calls")
+            assert server.wait_for_stall(timeout=REACH_S)
             run.process.send_signal(signal.SIGTERM)
             done = run.wait()
         finally:

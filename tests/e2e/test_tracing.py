@@ -26,6 +26,7 @@ import pytest
 from tests.e2e.conftest import (
     API_KEY,
     NO_WORKSPACE,
+    REACH_S,
     RUN_TIMEOUT_S,
     Done,
     Scenario,
@@ -378,7 +379,7 @@ def signalled(module_dir: Path) -> Iterator[tuple[Done, OtlpReceiver]]:
         scenario = Scenario(task={}, env={"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint})
         run = start(scenario, module_dir / "sigterm", server)
         try:
-            assert server.wait_for_stall(timeout=30), "no stalled model call"
+            assert server.wait_for_stall(timeout=REACH_S), "no stalled model call"
             run.process.send_signal(signal.SIGTERM)
         finally:
             done = run.wait()

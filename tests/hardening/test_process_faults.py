@@ -18,6 +18,7 @@ import pytest
 from runner.sessionlog import find_sessions, read_session
 from tests.e2e.conftest import (
     NO_WORKSPACE,
+    REACH_S,
     Done,
     Scenario,
     Started,
@@ -44,9 +45,6 @@ pytestmark = pytest.mark.slow
 
 SIGNAL_GAP_S = 0.5
 """Stands in for GitHub's 7.5 s between SIGINT and SIGTERM."""
-REACH_S = 120
-"""How long a run may take to reach the point of its fault. Seven runners start at once: on a
-loaded machine (load 18 on 2 cores) some took over 30 s to their second model call."""
 # Unique durations: the commands are found by their command lines, and must not survive.
 SLEEP_SIGNALLED = "sleep 37.25"
 SLEEP_KILLED = "sleep 38.75"
