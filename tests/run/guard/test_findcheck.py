@@ -3,6 +3,7 @@ texts, lines and file, where its path is relative to, and what its fingerprint f
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 from typing import Any
@@ -176,3 +177,19 @@ def test_the_fingerprint_follows_the_text_of_the_findings_lines_only(tmp_path: P
     assert fingerprint("a\nB\nc\nd\n") != first
     assert fingerprint("a\nb\nC\nd\n") != first
     assert fingerprint("a\nb\nc\nd\n", title="U") != first
+
+
+def test_a_fingerprint_is_the_same_from_release_to_release(workdir: Path) -> None:
+    # Code scanning matches a run's alerts to the last run's by it: a changed recipe would close
+    # every open alert and open it again as new.
+    finding = check(workdir, line=2, end_line=3, severity="error", title="Off by one")
+    assert isinstance(finding, Finding)
+    assert finding.fingerprint == "8fc7db27fbf2357015f166f0d046c2fb"
+
+
+def test_a_file_that_cannot_be_read_is_refused_with_the_systems_reason() -> None:
+    # A file of mode 000 still reads for root; a process's memory file is a regular file whose
+    # first page never reads (EIO), whoever runs the tests.
+    proc = Path(f"/proc/{os.getpid()}")
+    refused = check_finding(args(path="mem"), proc, repository_root(proc))
+    assert refused == f"Error: 'mem' cannot be read ({os.strerror(errno.EIO)})."

@@ -86,6 +86,11 @@ def test_a_port_rule_allows_that_port_only_and_ip_literals_match_normalised() ->
         ("pypi.org:1", "pypi.org", 1),
         ("pypi.org:65535", "pypi.org", 65535),
         (f"{'a' * 63}.org", f"{'a' * 63}.org", None),
+        (
+            "abcdefghijklmnopqrstuvwxyz0123456789-_.org",
+            "abcdefghijklmnopqrstuvwxyz0123456789-_.org",
+            None,
+        ),
         ("  pypi.org  ", "pypi.org", None),
     ],
 )
