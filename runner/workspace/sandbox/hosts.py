@@ -18,7 +18,10 @@ __all__ = ["DEFAULT_PORTS", "HostRule", "match_rule", "parse_rule", "rule_proble
 
 DEFAULT_PORTS = (80, 443)
 """The ports a rule without a port allows."""
-_MAX_LENGTH = 260
+_MAX_NAME = 253
+"""Characters of a host name (DNS), without its final dot."""
+_MAX_LENGTH = len("*.") + _MAX_NAME + len(".:65535")
+"""The longest rule that can be valid; longer text is refused before it is parsed."""
 _LABEL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
@@ -49,7 +52,7 @@ def parse_rule(text: str) -> HostRule:
     if not isinstance(text, str) or not text.strip():
         raise ValueError("an empty host; write a name such as pypi.org")
     if len(text) > _MAX_LENGTH:
-        raise ValueError(f"a host of {len(text)} characters; a name has at most 253")
+        raise ValueError(f"a host of {len(text)} characters; a name has at most {_MAX_NAME}")
     if "://" in text or "/" in text:
         raise ValueError(
             f"{text!r} is a URL, not a host; write the host alone, such as "
@@ -121,8 +124,12 @@ def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
 
 
 def _check_name(text: str, name: str) -> None:
-    labels = name.lower().rstrip(".").split(".")
-    for label in labels:
+    bare = name.lower().rstrip(".")
+    if len(bare) > _MAX_NAME:
+        raise ValueError(
+            f"{text!r}: a host name has at most {_MAX_NAME} characters, not {len(bare)}"
+        )
+    for label in bare.split("."):
         if not label or len(label) > 63 or not set(label) <= _LABEL_CHARS:
             raise ValueError(
                 f"{text!r} is not a host name; write letters, digits, '-' and dots, such as "

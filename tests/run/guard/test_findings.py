@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import jsonschema
 import pytest
 
 from runner.outcome import Finding
@@ -166,6 +167,7 @@ def test_the_executor_serves_report_finding_and_passes_every_other_call_on(
 ) -> None:
     executor = sink(workdir).wrap(Hub(), None)
     assert [t.name for t in executor.allowed_tools] == ["read_file", REPORT_FINDING]
+    assert [t.name for t in executor.tools] == ["read_file", REPORT_FINDING]
     other = anyio.run(executor.call, "read_file", {})
     assert other.text == "hub ran read_file"
     accepted = anyio.run(executor.call, REPORT_FINDING, args())
@@ -182,6 +184,9 @@ def test_a_task_without_findings_has_a_sink_that_is_off(workdir: Path) -> None:
     assert off.wrap(hub, Logged()) is hub
     assert off.tools(hub.tools) == hub.tools
     assert off.result() is None and off.gate("note") is None
+    refused = off.accept(args())
+    assert refused == ToolResult(f"Error: no tool named {REPORT_FINDING!r} in this task.", True)
+    assert off.findings == []
 
 
 def test_a_resumed_task_keeps_and_logs_its_parents_findings_and_gate(workdir: Path) -> None:
@@ -206,3 +211,43 @@ def test_the_config_asks_every_task_for_findings_and_keeps_a_tasks_own(workdir: 
     assert with_config_findings([plain], False) == [plain]
     asked, kept = with_config_findings([plain, own], True)
     assert asked.spec.findings == FindingsSpec() and kept is own
+
+
+@pytest.mark.parametrize("count", range(1, 13))
+def test_the_gate_names_the_worst_findings_and_counts_the_ones_it_leaves_out(
+    count: int,
+) -> None:
+    found = [Finding(f"n{n}.py", n, n, "note", f"N{n}", "n") for n in range(count - 1)]
+    found.append(Finding("e.py", 9, 9, "error", "E", "e"))
+    reason = findings_gate(found, "note")
+    assert reason is not None and reason.startswith(f"{count} finding(s) at or above note: ")
+    listed = reason.split(": ", 1)[1].split("; and ")[0].split("; ")
+    assert listed[0] == "error e.py:9: E"
+    more = int(reason.split("; and ")[1].removesuffix(" more")) if "; and " in reason else 0
+    assert len(listed) + more == count and len(listed) >= 1
+    assert ("; and " in reason) == (more > 0) == (len(listed) < count)
+    assert listed[1:] == [f"note n{n}.py:{n}: N{n}" for n in range(len(listed) - 1)]
+
+
+def test_the_tool_offered_asks_for_the_finding_by_schema(workdir: Path) -> None:
+    (spec,) = sink(workdir).tools([])
+    assert spec.name == REPORT_FINDING
+    jsonschema.validate(args(end_line=3, suggestion="2"), spec.input_schema)
+    for missing in ("path", "line", "severity", "title", "message"):
+        call = {key: value for key, value in args().items() if key != missing}
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(call, spec.input_schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(args(severity="critical"), spec.input_schema)
+
+
+def test_a_tasks_own_sink_checks_masks_and_logs_each_finding_at_its_turn(workdir: Path) -> None:
+    task = _task(workdir, findings=FindingsSpec(fail_on="warning"))
+    found = FindingSink.of(task, Redactor([SECRET]).text, lambda: 5)
+    log = Logged()
+    executor = found.wrap(Hub(), log)
+    result = anyio.run(executor.call, REPORT_FINDING, args(message=f"leaks {SECRET}"))
+    assert result.text.startswith("Finding 1 recorded (warning, w/src/a.py:2)")
+    (finding,) = found.result() or ()
+    assert finding.message == "leaks ***" and log.findings == [(finding, 5)]
+    assert found.gate(None) == "1 finding(s) at or above warning: warning w/src/a.py:2: Two"
