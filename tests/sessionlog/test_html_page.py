@@ -337,13 +337,19 @@ def test_a_text_of_64_ki_characters_is_shown_whole_and_a_longer_one_is_cut(
 ) -> None:
     (tmp_path / "spill").mkdir()
     (tmp_path / "spill" / "whole.txt").write_text("w" * (SHOWN - 3) + "END", encoding="utf-8")
+    (tmp_path / "spill" / "big.txt").write_text("b" * (SHOWN - 1) + "BIG-OVER", encoding="utf-8")
     events = [
         {"type": "message", "role": "user", "content": "m" * (SHOWN - 4) + "LAST", "turn": 0},
-        {"type": "message", "role": "user", "content": "n" * SHOWN + "OVER", "turn": 0},
+        {"type": "message", "role": "user", "content": "n" * (SHOWN - 1) + "KOVER", "turn": 0},
         call(result="preview", result_ref="spill/whole.txt"),
+        call(result="preview", result_ref="spill/big.txt"),
         end(),
     ]
     html = export_html(write_log(tmp_path, "long", events))
     assert "mLAST</pre>" in html and "wEND</pre>" in html
-    assert f"n\n[… cut: the page shows its first {SHOWN} characters]</pre>" in html
-    assert "OVER" not in html and html.count("[… cut") == 1
+    assert f"nK\n[… cut: the page shows its first {SHOWN} characters]</pre>" in html
+    assert (
+        f"bB\n[… cut: the page shows its first {SHOWN} characters; the whole text is in "
+        "spill/big.txt beside the log]</pre>"
+    ) in html
+    assert "OVER" not in html and html.count("[… cut") == 2
