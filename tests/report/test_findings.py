@@ -211,3 +211,10 @@ def test_merged_reviews_count_their_comments_and_refuse_what_is_not_one(tmp_path
         with pytest.raises(ConfigError, match=r"^cannot read review body .*bad\.json: "):
             merge_reviews([tmp_path / "bad.json"], tmp_path / "never.json")
     assert not (tmp_path / "never.json").exists()
+
+
+def test_no_finding_is_annotated_as_an_error_when_the_run_used_up_the_errors() -> None:
+    found = [finding(1), finding(2, "warning")]
+    lines = finding_annotations([task("t", *found)], Redactor(), errors_used=12)
+    assert [line.split(" ", 1)[0] for line in lines] == ["::warning", "agent-runner:"]
+    assert lines[-1].startswith("agent-runner: 1 more finding(s) not annotated")
