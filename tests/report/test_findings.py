@@ -218,3 +218,14 @@ def test_no_finding_is_annotated_as_an_error_when_the_run_used_up_the_errors() -
     lines = finding_annotations([task("t", *found)], Redactor(), errors_used=12)
     assert [line.split(" ", 1)[0] for line in lines] == ["::warning", "agent-runner:"]
     assert lines[-1].startswith("agent-runner: 1 more finding(s) not annotated")
+
+
+def test_a_comment_in_two_reviews_is_merged_once_whatever_its_keys_order(tmp_path: Path) -> None:
+    (comment,) = review_body([task("t", finding(1))])["comments"]
+    reordered = dict(reversed(list(comment.items())))
+    for name, kept in (("a", comment), ("b", reordered)):
+        body = {"event": "COMMENT", "body": "", "comments": [kept]}
+        (tmp_path / f"{name}.json").write_text(json.dumps(body), encoding="utf-8")
+    merge_reviews([tmp_path / "a.json", tmp_path / "b.json"], tmp_path / "review.json")
+    merged = json.loads((tmp_path / "review.json").read_text(encoding="utf-8"))
+    assert merged["comments"] == [comment]
