@@ -304,14 +304,17 @@ def test_findings_are_counted_in_report_order_and_show_their_lines(tmp_path: Pat
                 "severity": severity, "title": "T", "message": "M", **more}  # fmt: skip
 
     events = [
-        finding("warning", 3, 3, suggestion=""),
+        finding("warning", 3, 3, suggestion="", message="Unused."),
         finding("error", 3, 5),
         finding("warning", 7, None, suggestion=None),
         end(),
     ]
     html = export_html(write_log(tmp_path, "review", events))
     assert '<div class="mark finding">findings: 2 warning, 1 error</div>' in html
-    assert "<summary>finding (warning) a.py:3: T</summary>" in html
+    assert (
+        "<summary>finding (warning) a.py:3: T</summary><pre>Unused.</pre>"
+        "<div>suggested replacement:</div><pre></pre></details>"
+    ) in html
     assert "<summary>finding (error) a.py:3-5: T</summary>" in html
     assert "<summary>finding (warning) a.py:7: T</summary>" in html
     assert html.count("<div>suggested replacement:</div><pre></pre>") == 1
