@@ -10,6 +10,7 @@ import math
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from xml.dom import minidom
 
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
@@ -31,6 +32,8 @@ __all__ = [
     "write_junit",
 ]
 
+_SURROGATE_REF = re.compile(r"&#(5[5-7][0-9]{3});")
+"""A character reference that may be to a surrogate (55296 to 57343; `_surrogate_escape` checks)."""
 _SUITE_TIME = re.compile(r'(<testsuites?\b[^>]*?\btime=")([0-9.eE+-]+)(")')
 """The time of the root and of each suite (text inside elements has its `<` escaped)."""
 Loaded = tuple[Path, ET.Element]
@@ -162,9 +165,19 @@ def junit_text(summary: RunSummary, redactor: Redactor) -> str:
         )
         for name, outcomes in by_file.items()
     ]
-    text: str = to_xml_report_string(suites, prettyprint=True, encoding="utf-8")
+    text: str = to_xml_report_string(suites, prettyprint=False, encoding="utf-8")
+    # A lone surrogate (JSON lets a model send "\\ud83d" alone) left the serializer as `&#55357;`,
+    # a reference to no XML character, and the pretty-printer refused the whole document. It is
+    # written as its escape `\\ud83d`, as in the session log and the other reports.
+    text = _SURROGATE_REF.sub(_surrogate_escape, text)
+    text = minidom.parseString(text.encode("utf-8")).toprettyxml(encoding="utf-8").decode("utf-8")
     # junit_xml writes the summed times as Python prints floats (0.8999999999999999).
     return _SUITE_TIME.sub(lambda m: f"{m[1]}{_seconds(float(m[2]))}{m[3]}", text)
+
+
+def _surrogate_escape(reference: re.Match[str]) -> str:
+    code = int(reference[1])
+    return f"\\u{code:04x}" if 0xD800 <= code <= 0xDFFF else reference[0]
 
 
 def _verdict_properties(

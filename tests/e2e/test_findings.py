@@ -10,6 +10,7 @@ import json
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +96,30 @@ def native_scenario() -> Scenario:
     )
 
 
+LONE = "\ud83d"
+"""Half of a surrogate pair: JSON lets a model send it alone, and it cannot be UTF-8."""
+
+
+def surrogate_scenario() -> Scenario:
+    arguments = {
+        "path": "calc.py",
+        "line": 6,
+        "severity": "warning",
+        "title": f"Odd {LONE} title",
+        "message": f"Bad {LONE} byte",
+        "suggestion": f"    return {LONE}",
+    }
+    return Scenario(
+        task={"name": "surrogate-review", "findings": True, "tool_mode": "native"},
+        steps=[
+            reply("", tool_calls=(native_call("report_finding", arguments),)),
+            reply("", tool_calls=(native_call("attempt_completion", {"result": f"ok {LONE}"}),)),
+        ],
+        files={"calc.py": CALC},
+        env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": "summary.md"},
+    )
+
+
 def agent_scenario() -> Scenario:
     reader = {"description": "Reviews one file.", "prompt": "You review code."}
     child = finding(path="calc.py", line="6", severity="error", title="Child", message="Bug.")
@@ -115,6 +140,7 @@ def runs(module_dir: Path) -> dict[str, Done]:
             "ungated": review_scenario("review-2", **{"findings": {"fail_on": "never"}}),
             "native": native_scenario(),
             "agent": agent_scenario(),
+            "surrogate": surrogate_scenario(),
         },
         module_dir,
     )
@@ -326,3 +352,26 @@ def test_a_resumed_review_reports_its_parents_findings_too(
     assert task["finding_counts"] == {"error": 1, "warning": 1, "note": 1}
     (run,) = json.loads((done.root / "OUT2" / "findings.sarif").read_text("utf-8"))["runs"]
     assert len(run["results"]) == 3
+
+
+def test_a_lone_surrogate_in_a_finding_and_a_result_reaches_every_report(
+    runs: dict[str, Done],
+) -> None:
+    """Every report is written instead of the run ending with UnicodeEncodeError after the task
+    passed. A finding keeps the lone surrogate as its escape (its texts are checked once, and
+    SARIF, GitHub and the fingerprint then see plain UTF-8); a result, written as its JSON escape
+    as the session log writes it, reads back as itself."""
+    done = runs["surrogate"]
+    assert done.code == 0, done.explain()
+    assert done.task()["result"] == f"ok {LONE}"
+    escaped = "\\ud83d"
+    sarif = json.loads((done.out / "findings.sarif").read_text(encoding="utf-8"))
+    [result] = sarif["runs"][0]["results"]
+    assert result["message"]["text"].startswith(f"Bad {escaped} byte")
+    review = json.loads((done.out / "review.json").read_text(encoding="utf-8"))
+    assert f"Bad {escaped} byte" in review["comments"][0]["body"]
+    assert f"return {escaped}" in review["comments"][0]["body"]
+    junit = done.junit()
+    assert f"ok {escaped}" in ET.tostring(junit, encoding="unicode")
+    assert f"Odd {escaped} title" in (done.root / "summary.md").read_text(encoding="utf-8")
+    assert f"title=Odd {escaped} title" in done.stdout  # the annotation

@@ -83,6 +83,10 @@ def _texts(arguments: Mapping[str, Any]) -> tuple[str, str, str | None] | str:
     if suggestion is not None and not isinstance(suggestion, str):
         return "Error: `suggestion` must be text: the replacement for the lines."
     title = " ".join(title.split())  # one line: no line break reaches an annotation or rule name
+    # A lone surrogate (JSON lets a model send "\\ud83d" alone) is no UTF-8: kept as its escape,
+    # as the session log keeps it, so that no report or fingerprint has to cope with it.
+    title, message = _unicode(title), _unicode(message)
+    suggestion = None if suggestion is None else _unicode(suggestion)
     limits = FindingLimits
     for name, text, limit in (
         ("title", title, limits.title),
@@ -92,6 +96,10 @@ def _texts(arguments: Mapping[str, Any]) -> tuple[str, str, str | None] | str:
         if len(text) > limit:
             return f"Error: `{name}` has {len(text)} characters; keep it under {limit}."
     return title, message.strip(), suggestion
+
+
+def _unicode(text: str) -> str:
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _file_lines(raw: Any, workdir: Path) -> tuple[Path, list[str]] | str:

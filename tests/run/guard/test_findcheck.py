@@ -193,3 +193,12 @@ def test_a_file_that_cannot_be_read_is_refused_with_the_systems_reason() -> None
     proc = Path(f"/proc/{os.getpid()}")
     refused = check_finding(args(path="mem"), proc, repository_root(proc))
     assert refused == f"Error: 'mem' cannot be read ({os.strerror(errno.EIO)})."
+
+
+def test_a_lone_surrogate_in_any_text_is_kept_as_its_escape(workdir: Path) -> None:
+    """JSON lets a model send half a surrogate pair; no report could write it as UTF-8."""
+    lone = "\ud83d"
+    found = check(workdir, title=f"T{lone}", message=f"M{lone}", suggestion=f"S{lone}")
+    assert isinstance(found, Finding)
+    assert (found.title, found.message, found.suggestion) == ("T\\ud83d", "M\\ud83d", "S\\ud83d")
+    assert found.fingerprint == check(workdir, title="T\\ud83d").fingerprint  # type: ignore[union-attr]
