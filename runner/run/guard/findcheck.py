@@ -67,6 +67,7 @@ def check_finding(arguments: Mapping[str, Any], workdir: Path, root: Path) -> Fi
         return span
     first, last = span
     relative = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.name
+    relative = _unicode(relative)  # a file name's undecodable bytes, escaped for the reports
     quoted = "\n".join(" ".join(line.split()) for line in lines[first - 1 : last])
     digest = hashlib.sha256(f"{title.lower()}\0{relative}\0{quoted}".encode()).hexdigest()
     sev: Severity = severity
@@ -117,7 +118,7 @@ def _file_lines(raw: Any, workdir: Path) -> tuple[Path, list[str]] | str:
         if path.resolve() != path:
             return f"Error: {shown} is or goes through a symlink; name the file it points at."
         info = path.lstat()
-    except (OSError, RuntimeError):
+    except (OSError, RuntimeError, UnicodeEncodeError):  # a lone surrogate names no file
         return f"Error: {shown} does not exist in the working directory; check the path."
     if not stat.S_ISREG(info.st_mode):
         return f"Error: {shown} is not a regular file; report findings on files."

@@ -202,3 +202,18 @@ def test_a_lone_surrogate_in_any_text_is_kept_as_its_escape(workdir: Path) -> No
     assert isinstance(found, Finding)
     assert (found.title, found.message, found.suggestion) == ("T\\ud83d", "M\\ud83d", "S\\ud83d")
     assert found.fingerprint == check(workdir, title="T\\ud83d").fingerprint  # type: ignore[union-attr]
+
+
+def test_a_path_with_a_lone_surrogate_names_no_file(workdir: Path) -> None:
+    assert check(workdir, path="a\ud83d.py") == (
+        "Error: 'a\\ud83d.py' does not exist in the working directory; check the path."
+    )
+
+
+def test_a_file_name_that_is_not_utf8_is_reported_with_its_bytes_escaped(workdir: Path) -> None:
+    """Such a file can take a finding; the reports (and the fingerprint) get a UTF-8 name."""
+    (workdir / os.fsdecode(b"b\xff.py")).write_text("one\n", encoding="utf-8")
+    found = check(workdir, path=os.fsdecode(b"b\xff.py"))
+    assert isinstance(found, Finding)
+    assert found.path == "b\\udcff.py"
+    found.path.encode("utf-8")
