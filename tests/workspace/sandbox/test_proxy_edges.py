@@ -304,6 +304,8 @@ async def test_closing_the_proxy_ends_its_tunnels_and_stops_listening(tmp_path: 
         assert proxy.port is not None
         reader, writer = await _tunnel(proxy)
         await proxy.close()
+        # Every connection is over, and told to the listener, when close returns.
+        assert [(e.host, e.reason) for e in events] == [("host.test", "ended with the task")]
         assert await asyncio.wait_for(reader.read(), 10) == b""
         writer.close()
         await asyncio.wait_for(ended.wait(), 10)
@@ -311,7 +313,6 @@ async def test_closing_the_proxy_ends_its_tunnels_and_stops_listening(tmp_path: 
             await asyncio.open_connection("127.0.0.1", proxy.port)
         with pytest.raises(OSError):
             await asyncio.open_unix_connection(str(tmp_path / "p.sock"))
-    assert [(e.host, e.reason) for e in events] == [("host.test", "ended with the task")]
 
 
 async def test_a_host_that_resets_the_tunnel_is_logged_as_a_failed_connection() -> None:
