@@ -354,3 +354,56 @@ async def test_a_name_whose_address_is_loopback_in_ipv6_form_is_refused(
             del loop.getaddrinfo
     assert "cannot reach rebound.test" in _refusal(refused, "502 Bad Gateway")
     assert not upstream.heads
+
+
+async def test_a_name_whose_address_is_off_the_host_is_connected_to() -> None:
+    """Local answers are passed over for the first one that is not; here that is the host's
+    own outward address, on a port reserved and not listening: refused there, not here."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # no packet: only picks the outward address
+        except OSError:
+            pytest.skip("no outward address here")
+        own = probe.getsockname()[0]
+    with socket.socket() as reserved:
+        reserved.bind((own, 0))
+        port = reserved.getsockname()[1]
+
+        async def answer(host: str, port_: int, **_: object) -> list[tuple[object, ...]]:
+            loopback = (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port_))
+            return [loopback, (socket.AF_INET, socket.SOCK_STREAM, 6, "", (own, port_))]
+
+        async with NetworkProxy([parse_rule(f"far.test:{port}")], SECRET, resolve={}) as proxy:
+            loop = asyncio.get_running_loop()
+            loop.getaddrinfo = answer  # type: ignore[assignment,method-assign]  # the resolver
+            try:
+                await proxy.start(None, tcp=True)
+                request = f"GET http://far.test:{port}/ HTTP/1.1\r\n{AUTH}\r\n\r\n"
+                refused = await _ask(proxy, request)
+            finally:
+                del loop.getaddrinfo
+    body = _refusal(refused, "502 Bad Gateway")
+    assert body == f"agent-runner: cannot reach far.test:{port} (ConnectionRefusedError)\n"
+
+
+async def test_a_client_that_stops_reading_holds_the_host_back() -> None:
+    """The proxy reads from the host only as fast as the client takes the bytes: it never
+    holds more than the sockets' buffers."""
+    wrote_all = asyncio.Event()
+
+    async def flood(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        chunk = b"z" * (1 << 20)
+        with contextlib.suppress(OSError):
+            for _ in range(64):
+                writer.write(chunk)
+                await writer.drain()
+            wrote_all.set()
+        writer.close()
+
+    async with _host(flood) as port, _proxy(port, ["host.test"]) as proxy:
+        await proxy.start(None, tcp=True)
+        _reader, writer = await _tunnel(proxy)  # and then never read
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(wrote_all.wait(), 3)
+        assert not wrote_all.is_set()
+        writer.close()
