@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import socket
 import socketserver
@@ -183,6 +184,19 @@ def test_a_broken_seccomp_filter_stops_the_command(free_tcp_port: int, tmp_path:
         os.close(read)
     assert done.returncode == 127 and not (tmp_path / "ran").exists()
     assert "not a seccomp filter (5 bytes)" in done.stderr, done
+
+
+def test_a_filter_the_kernel_refuses_stops_the_command(free_tcp_port: int, tmp_path: Path) -> None:
+    read, write = os.pipe()
+    os.write(write, b"\xff\xff\x00\x00\x00\x00\x00\x00")  # one instruction, no such opcode
+    os.close(write)
+    try:
+        args = ["--seccomp-fd", str(read), "s.sock", str(free_tcp_port)]
+        done = _forward([*args, "--", "touch", str(tmp_path / "ran")], pass_fds=(read,))
+    finally:
+        os.close(read)
+    assert done.returncode == 127 and not (tmp_path / "ran").exists()
+    assert re.search(r"\[Errno [1-9][0-9]*\] seccomp", done.stderr), done
 
 
 def test_under_bubblewrap_the_command_is_filtered_and_reaches_only_the_proxy() -> None:
