@@ -386,4 +386,6 @@ def _is_ip(text: str) -> bool:
 
 def _local(address: str) -> bool:
     ip = ipaddress.ip_address(address.partition("%")[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped  # `::ffff:127.0.0.1` is 127.0.0.1, which is_loopback misses
     return ip.is_loopback or ip.is_link_local or ip.is_unspecified or ip.is_multicast
