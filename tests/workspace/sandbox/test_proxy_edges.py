@@ -411,7 +411,8 @@ async def test_a_client_that_stops_reading_holds_the_host_back() -> None:
 
 async def test_a_tunnel_in_use_outlasts_its_idle_limit() -> None:
     """The idle limit counts from the last byte, not from the start: a slow exchange that is
-    never quiet for long goes on (each gap is an eighth of the limit)."""
+    never quiet for long goes on. Each gap is a thirtieth of the limit: only a stall of the
+    whole test process for nearly the limit (3 s) could close the tunnel early."""
 
     async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         while data := await reader.read(100):
@@ -419,11 +420,11 @@ async def test_a_tunnel_in_use_outlasts_its_idle_limit() -> None:
             await writer.drain()
         writer.close()
 
-    async with _host(echo) as port, _proxy(port, ["host.test"], idle_timeout_s=2.0) as proxy:
+    async with _host(echo) as port, _proxy(port, ["host.test"], idle_timeout_s=3.0) as proxy:
         await proxy.start(None, tcp=True)
         reader, writer = await _tunnel(proxy)
-        for _ in range(14):  # 3.5 s at least, in steps of 0.25 s
+        for _ in range(45):  # 4.5 s at least, past the limit, in steps of 0.1 s
             writer.write(b".")
             assert await asyncio.wait_for(reader.read(100), 10) == b"."
-            await asyncio.sleep(0.25)
+            await asyncio.sleep(0.1)
         writer.close()
