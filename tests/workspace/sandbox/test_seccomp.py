@@ -4,6 +4,9 @@ On this host's kernel, in a child process that loads the filter as the Landlock 
 the other architectures the filter knows (i386, arm64, arm), through a small classic-BPF
 evaluator that refuses what the kernel's checker refuses. The tests in `test_probing.py` go
 through bubblewrap, which they skip where the filter makes the backend fail.
+
+The evaluator's tests come first: a filter that refuses everything leaves the child on the
+kernel unable even to exit, and a test run stopped at the first failure (`-x`) then ends sooner.
 """
 
 from __future__ import annotations
@@ -34,71 +37,6 @@ SOCKET = {X86_64: 41, I386: 359, AARCH64: 198, ARM: 281}
 OTHERS = {X86_64: (0, 1, 42, 53), I386: (3, 4, 362), AARCH64: (63, 64, 199, 203), ARM: (3, 283)}
 """Unrelated calls (read, write, connect, socketpair, ...), which pass whatever their argument."""
 MACHINES = {"x86_64": (X86_64, I386), "aarch64": (AARCH64, ARM)}
-
-CHILD = """\
-import ctypes, errno, os, socket, sys
-from runner.workspace.sandbox import landlock
-libc = ctypes.CDLL(None, use_errno=True)
-if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
-    sys.exit("no_new_privs")
-landlock.load_filter(int(sys.argv[1]))
-def attempt(label, make):
-    try:
-        make()
-        print(label, "ok")
-    except OSError as exc:
-        print(label, errno.errorcode.get(exc.errno, exc.errno))
-def raw(number, *args):
-    if libc.syscall(number, *args) < 0:
-        raise OSError(ctypes.get_errno(), "syscall")
-attempt("unix", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
-attempt("unix-dgram", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM))
-attempt("inet", lambda: socket.socket(socket.AF_INET))
-attempt("inet6", lambda: socket.socket(socket.AF_INET6))
-attempt("pair", socket.socketpair)
-attempt("x32-unix", lambda: raw(0x40000000 | 41, 1, 1, 0))
-for number in (425, 426, 427):
-    attempt(f"uring-{number}", lambda: raw(number, 1, None, 0, 0, 0, 0))
-    attempt(f"x32-uring-{number}", lambda: raw(0x40000000 | number, 1, None, 0, 0, 0, 0))
-"""
-
-
-def _seccomp_here() -> bool:
-    status = Path("/proc/self/status").read_text(encoding="utf-8")
-    return platform.machine() == "x86_64" and "\nSeccomp:" in status
-
-
-@pytest.mark.skipif(not _seccomp_here(), reason="the x86-64 kernel's seccomp")
-def test_a_filtered_process_makes_no_unix_socket_and_every_other_kind() -> None:
-    with filter_pipe() as fd:
-        assert fd is not None
-        done = subprocess.run(
-            [sys.executable, "-c", CHILD, str(fd)],
-            pass_fds=(fd,),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-    assert done.returncode == 0, done.stderr
-    seen = dict(line.split() for line in done.stdout.splitlines())
-    assert seen.pop("unix") == seen.pop("unix-dgram") == "EACCES", done.stdout
-    assert seen.pop("x32-unix") == "EACCES", done.stdout  # x32 calls are checked by number too
-    assert seen.pop("inet") == seen.pop("inet6") == seen.pop("pair") == "ok", done.stdout
-    # io_uring could make sockets without socket(): refused, x32's numbers too.
-    assert set(seen.values()) == {"EACCES"} and len(seen) == 6, done.stdout
-
-
-def test_the_pipe_holds_the_whole_filter_and_is_closed_after() -> None:
-    with filter_pipe() as fd:
-        if fd is None:
-            pytest.skip("no filter for this machine")
-        chunks = []
-        while chunk := os.read(fd, 7):
-            chunks.append(chunk)
-    assert b"".join(chunks) == program()
-    with pytest.raises(OSError):
-        os.fstat(fd)
 
 
 def _evaluate(code: bytes, arch: int, nr: int, arg0: int) -> int:
@@ -168,3 +106,69 @@ def test_the_host_machine_is_found_whatever_its_case() -> None:
     assert program("AArch64") == program("aarch64")
     if platform.machine().lower() in MACHINES:
         assert program() == program(platform.machine().lower())
+
+
+CHILD = """\
+import ctypes, errno, os, socket, sys
+from runner.workspace.sandbox import landlock
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+    sys.exit("no_new_privs")
+landlock.load_filter(int(sys.argv[1]))
+def attempt(label, make):
+    try:
+        make()
+        print(label, "ok")
+    except OSError as exc:
+        print(label, errno.errorcode.get(exc.errno, exc.errno))
+def raw(number, *args):
+    if libc.syscall(number, *args) < 0:
+        raise OSError(ctypes.get_errno(), "syscall")
+attempt("unix", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+attempt("unix-dgram", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM))
+attempt("inet", lambda: socket.socket(socket.AF_INET))
+attempt("inet6", lambda: socket.socket(socket.AF_INET6))
+attempt("pair", socket.socketpair)
+attempt("x32-unix", lambda: raw(0x40000000 | 41, 1, 1, 0))
+for number in (425, 426, 427):
+    attempt(f"uring-{number}", lambda: raw(number, 1, None, 0, 0, 0, 0))
+    attempt(f"x32-uring-{number}", lambda: raw(0x40000000 | number, 1, None, 0, 0, 0, 0))
+"""
+
+
+def _seccomp_here() -> bool:
+    status = Path("/proc/self/status").read_text(encoding="utf-8")
+    return platform.machine() == "x86_64" and "\nSeccomp:" in status
+
+
+@pytest.mark.skipif(not _seccomp_here(), reason="the x86-64 kernel's seccomp")
+def test_a_filtered_process_makes_no_unix_socket_and_every_other_kind() -> None:
+    with filter_pipe() as fd:
+        assert fd is not None
+        done = subprocess.run(
+            [sys.executable, "-c", CHILD, str(fd)],
+            pass_fds=(fd,),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    seen = dict(line.split() for line in done.stdout.splitlines())
+    assert seen.pop("unix") == seen.pop("unix-dgram") == "EACCES", done.stdout
+    assert seen.pop("x32-unix") == "EACCES", done.stdout  # x32 calls are checked by number too
+    assert seen.pop("inet") == seen.pop("inet6") == seen.pop("pair") == "ok", done.stdout
+    # io_uring could make sockets without socket(): refused, x32's numbers too.
+    assert set(seen.values()) == {"EACCES"} and len(seen) == 6, done.stdout
+
+
+def test_the_pipe_holds_the_whole_filter_and_is_closed_after() -> None:
+    with filter_pipe() as fd:
+        if fd is None:
+            pytest.skip("no filter for this machine")
+        chunks = []
+        while chunk := os.read(fd, 7):
+            chunks.append(chunk)
+    assert b"".join(chunks) == program()
+    with pytest.raises(OSError):
+        os.fstat(fd)
