@@ -4,7 +4,9 @@ HOME with what is bound back into it, the network switch, the working folder."""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import uuid
@@ -172,3 +174,73 @@ def test_the_network_is_there_only_when_it_is_on(tmp_path: Path, network: bool) 
         )
         output = _run(sandbox, f'python3 -c "{connect}"', tmp_path / "w")
     assert ("connected" in output) is network, output
+
+
+_RESOLVER_CHILD = """\
+import os, sys
+from pathlib import Path
+import anyio
+from runner.workspace import Sandbox, confine, probe, run_shell
+base, network = Path(sys.argv[1]), sys.argv[2] == "on"
+found = probe("bwrap")
+assert found.backend == "bwrap", found.reason
+sandbox = Sandbox("bwrap", found.executable, base / "w", base / "scratch", network=network)
+async def run():
+    with confine(sandbox):
+        ran = await run_shell('cat /etc/resolv.conf; echo "run:[$(ls -A /run)]"', cwd=base / "w",
+                              env={"PATH": os.defpath}, input_bytes=b"", timeout_s=60)
+    print(ran.stdout + ran.stderr)
+anyio.run(run)
+"""
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="a mount namespace of its own needs root")
+@pytest.mark.parametrize(
+    ("network", "written", "seen"),
+    [("on", True, "nameserver 192.0.2.53"), ("off", True, "run:[]"), ("on", False, "run:[]")],
+)
+def test_a_resolver_under_run_is_bound_back_only_with_the_network(
+    tmp_path: Path, network: str, written: bool, seen: str
+) -> None:
+    """systemd-resolved's /etc/resolv.conf points under /run, which is masked: with the network
+    on it is bound back (where it exists), and /run stays empty otherwise."""
+    if not Path("/run").is_dir() or shutil.which("unshare") is None:
+        pytest.skip("no /run or no unshare here")
+    resolver = Path("/run") / f"ar-t-{uuid.uuid4().hex[:12]}"
+    etc = tmp_path / "etc"  # this test's /etc: only the link to the resolver
+    etc.mkdir()
+    (etc / "resolv.conf").symlink_to(resolver / "resolv.conf")
+    (tmp_path / "w").mkdir()
+    for name in ("home", "tmp"):
+        (tmp_path / "scratch" / name).mkdir(parents=True)
+    if written:
+        resolver.mkdir()
+        (resolver / "resolv.conf").write_text("nameserver 192.0.2.53\n", encoding="utf-8")
+    try:
+        done = subprocess.run(
+            [
+                "unshare",
+                "-m",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                'mount --bind "$0" /etc && exec "$@"',
+                str(etc),
+                sys.executable,
+                "-c",
+                _RESOLVER_CHILD,
+                str(tmp_path),
+                network,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        shutil.rmtree(resolver, ignore_errors=True)
+    assert done.returncode == 0, done.stderr
+    assert seen in done.stdout, done.stdout
+    if seen == "run:[]":
+        assert "nameserver" not in done.stdout, done.stdout
