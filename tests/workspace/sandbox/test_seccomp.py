@@ -172,3 +172,11 @@ def test_the_pipe_holds_the_whole_filter_and_is_closed_after() -> None:
     assert b"".join(chunks) == program()
     with pytest.raises(OSError):
         os.fstat(fd)
+
+
+def test_a_machine_without_a_filter_gets_no_pipe(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(platform, "machine", lambda: "riscv64")
+    before = set(os.listdir("/proc/self/fd"))
+    with filter_pipe() as fd:
+        assert fd is None
+    assert set(os.listdir("/proc/self/fd")) == before
