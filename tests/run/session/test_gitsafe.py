@@ -174,11 +174,13 @@ def test_a_work_tree_whose_name_is_not_utf8_is_recorded(tmp_path: Path) -> None:
     assert found is not None and found.top == root.resolve()
 
 
-def test_a_git_file_that_never_answers_records_nothing(
+def test_a_git_folder_that_never_answers_records_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A `.git` that is a named pipe: git opens it and waits for a writer that never comes.
-    os.mkfifo(tmp_path / ".git")
+    # A `.git` whose HEAD is a named pipe: git opens it and waits for a writer that never comes.
+    for name in ("objects", "refs"):
+        (tmp_path / ".git" / name).mkdir(parents=True)
+    os.mkfifo(tmp_path / ".git" / "HEAD")
     monkeypatch.setattr(gitsafe, "GIT_TIMEOUT_S", 1.0)
     assert record_folder(tmp_path, git_env(RUNNER_ENV)) is None
 
@@ -243,8 +245,8 @@ async def test_a_shadow_honours_the_repositorys_info_exclude(repo: Path) -> None
     shadow = Shadow(found, repo, git(repo, "rev-parse", "HEAD").strip())
     try:
         assert await shadow.add(RUNNER_ENV, ".") == ""
-        staged = await shadow.must(RUNNER_ENV, "diff", "--cached", "--name-only", "HEAD")
-        assert staged == b"kept.txt\n"
+        added = await shadow.must(RUNNER_ENV, "diff", "--cached", "--name-only", "HEAD")
+        assert added == b"kept.txt\n"
     finally:
         shadow.close()
 
@@ -353,12 +355,19 @@ def test_gits_notice_of_ignored_paths_is_dropped_and_nothing_else() -> None:
     assert gitsafe._without_ignored_notice(later) == [after, "hint: see the docs"]
 
 
-async def test_only_the_first_mebibyte_of_info_exclude_is_read(repo: Path) -> None:
-    # A pattern that ends on the limit's last byte counts; what lies past it does not.
-    padding = b"#" * ((1 << 20) - len(b"\n*.log") - 1) + b"\n"
+@pytest.mark.parametrize(
+    ("cut", "staged"),
+    [(b"*.log", b"kept.txt\n"), (b"*.lo", b"build.log\nkept.txt\n")],
+)
+async def test_only_the_first_mebibyte_of_info_exclude_is_read(
+    repo: Path, cut: bytes, staged: bytes
+) -> None:
+    # The limit's last bytes are `cut`: a pattern that ends there counts, whole; what lies
+    # past it (the rest of `*.log`, a line naming kept.txt) does not.
+    padding = b"#" * ((1 << 20) - len(cut) - 1) + b"\n"
     exclude = repo / ".git" / "info" / "exclude"
     exclude.parent.mkdir(exist_ok=True)
-    exclude.write_bytes(padding + b"*.log" + b"\nkept.txt\n")
+    exclude.write_bytes(padding + cut + b"*.log"[len(cut) :] + b"\nkept.txt\n")
     (repo / "build.log").write_text("noise\n", encoding="utf-8")
     (repo / "kept.txt").write_text("kept\n", encoding="utf-8")
     found = record_folder(repo, git_env(RUNNER_ENV))
@@ -367,7 +376,7 @@ async def test_only_the_first_mebibyte_of_info_exclude_is_read(repo: Path) -> No
     try:
         await shadow.must(RUNNER_ENV, "read-tree", "HEAD")
         assert await shadow.add(RUNNER_ENV, ".") == ""
-        staged = await shadow.must(RUNNER_ENV, "diff", "--cached", "--name-only", "HEAD")
-        assert staged == b"kept.txt\n"
+        added = await shadow.must(RUNNER_ENV, "diff", "--cached", "--name-only", "HEAD")
+        assert added == staged
     finally:
         shadow.close()
