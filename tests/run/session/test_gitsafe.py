@@ -350,6 +350,7 @@ def test_gits_notice_of_ignored_paths_is_dropped_and_nothing_else() -> None:
     assert gitsafe._without_ignored_notice([before, *notice, after]) == [before, after]
     # Not a notice: a path line and a hint outside one are kept.
     assert gitsafe._without_ignored_notice(["out", "hint: x"]) == ["out", "hint: x"]
+    assert gitsafe._without_ignored_notice(["hint: first", "out"]) == ["hint: first", "out"]
     # After the notice, another message's hints are kept.
     later = [*notice, after, "hint: see the docs"]
     assert gitsafe._without_ignored_notice(later) == [after, "hint: see the docs"]
