@@ -120,6 +120,7 @@ def test_among_weaker_backends_the_one_that_holds_the_most_wins(only_fakes: Path
     [
         ("echo 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n", "failed"),
         ("exit 3\n", "failed (exit 3)"),
+        (_answers(NOTHING_MISSING) + "exit 1\n", "failed (exit 1)"),  # a report, then a failure
         ("echo not json\n", "failed (exit 0)"),
         ("echo '[1, 2]'\n", "failed (exit 0)"),
         ("printf '\\377\\n'\n", "failed (exit 0)"),
