@@ -23,6 +23,7 @@ from runner.run.guard.commandline import MAX_COMMAND_CHARS, MAX_DEPTH, split_com
         ("git status # ; rm -rf /", "git status"),
         ("echo a#b", "echo a#b"),
         ("git sta\\\ntus", "git status"),
+        ("find . -exec rm {} \\;", "find . -exec rm {} ;"),
         ('echo "a\\"b"', 'echo a"b'),
         ("git commit -m 'a b' -q", "git commit -m a b -q"),
         ('git commit -m "a b" -q', "git commit -m a b -q"),
