@@ -133,7 +133,7 @@ def test_a_line_of_exactly_the_longest_length_is_still_read() -> None:
     assert split_command(text).plain == text
 
 
-@pytest.mark.parametrize(("open_", "close"), [("(", ")"), ("$(", ")"), ("<(", ")")])
+@pytest.mark.parametrize(("open_", "close"), [("(", ")"), ("$(", ")"), ("<(", ")"), ('"$(', ')"')])
 def test_nesting_as_deep_as_the_limit_is_read_and_one_level_deeper_is_not(
     open_: str, close: str
 ) -> None:
@@ -146,8 +146,9 @@ def test_nesting_as_deep_as_the_limit_is_read_and_one_level_deeper_is_not(
 
 def test_backticks_count_towards_the_nesting_limit() -> None:
     outer = MAX_DEPTH - 1
-    read = split_command("(" * outer + "echo `git push`" + ")" * outer)
-    assert read.readable and "git push" in read.commands
+    for quoted in ("echo `git push`", 'echo "`git push`"'):
+        read = split_command("(" * outer + quoted + ")" * outer)
+        assert read.readable and "git push" in read.commands, quoted
     for inner in ("`git push`", "`(git push)`"):
         line = split_command("(" * (outer + 1) + f"echo {inner}" + ")" * (outer + 1))
         assert not line.readable and line.plain is None, inner
