@@ -75,6 +75,7 @@ def test_a_plain_simple_command_is_its_words(text: str, command: str) -> None:
         ("A=1 B=2 git status", ["git status"]),
         ("FOO=1", []),
         ("echo $()", ["echo $()"]),
+        ("echo $(", ["echo $("]),  # cut off: the word keeps its text
         ('echo "$()"', ["echo $()"]),
         ("echo ``", ["echo ``"]),
         ("echo $(git push) x", ["git push", "echo $(git push) x"]),
