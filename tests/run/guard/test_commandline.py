@@ -105,6 +105,7 @@ def test_a_compound_command_is_never_plain_and_names_every_command_inside(
         "echo $(unterminated",
         "echo `unterminated",
         "echo `a\\`",
+        'echo "a\\"',
         "diff <(git show",
         "cat <(",
         "echo )",
