@@ -88,7 +88,8 @@ class NetworkSink:
 
     def __call__(self, connection: Connection) -> None:
         if self.write is None:
-            if len(self.waiting) < MAX_LOGGED:
+            # One more than the log holds, so that opening the log still warns of the rest.
+            if len(self.waiting) <= MAX_LOGGED:
                 self.waiting.append(connection)
             return
         self.logged += 1
