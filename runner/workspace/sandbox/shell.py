@@ -74,8 +74,9 @@ async def open_shell(
 ) -> Process:
     """Start `command` with the shell in `cwd`, as the leader of a new process group, and tell
     `watcher` (the reaper) about the group before anything can cancel the caller."""
-    # anyio's shield holds back anyio's cancellations (SIGINT) until the process is known; the
-    # start itself is proof against asyncio's own too (`start_group`).
+    # anyio's shield holds back anyio's cancellations (a cancelled task group or scope) until
+    # the watcher knows the group; asyncio's own (the time limit, SIGINT's task.cancel) go
+    # through it, and `start_group` meets them.
     argv = ["/bin/sh", "-c", command]
     sandbox = current()
     with anyio.CancelScope(shield=True), _filter(sandbox is not None) as filter_fd:
@@ -127,8 +128,8 @@ async def _discard_started(starting: asyncio.Future[Process]) -> None:
 
 
 async def _to_the_end(work: Awaitable[None]) -> None:
-    """Await `work` to its end however often the caller is cancelled meanwhile (a second
-    SIGINT); the caller's cancellation is not lost, its own `except` re-raises it."""
+    """Await `work` to its end however often the caller is cancelled meanwhile (the time limit
+    on top of SIGINT); the caller's cancellation is not lost, its own `except` re-raises it."""
     task = asyncio.ensure_future(work)
     while not task.done():
         with contextlib.suppress(asyncio.CancelledError):
