@@ -54,6 +54,7 @@ from runner.workspace.sandbox import (
     run_to_end,
     shared_reaper,
     start_group,
+    start_uncancelled,
     toolchain_dirs,
 )
 from runner.workspace.tools import DESCRIPTIONS, READ_ONLY, WorkspaceTools, error_text
@@ -92,6 +93,7 @@ __all__ = [
     "run_to_end",
     "shared_reaper",
     "start_group",
+    "start_uncancelled",
     "toolchain_dirs",
     "Connection",
     "HostRule",

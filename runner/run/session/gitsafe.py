@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.errors import ConfigError, ExitCode, RunnerError
+from runner.workspace import start_uncancelled
 
 __all__ = [
     "GIT_TIMEOUT_S",
@@ -99,16 +100,20 @@ async def run_git(
     """(exit code, stdout, stderr) of `git SAFE_CONFIG ARGS` in `cwd` with exactly `env`; the
     command's process group is killed when it takes over GIT_TIMEOUT_S or is cancelled."""
     try:
-        process = await asyncio.create_subprocess_exec(
-            "git",
-            *SAFE_CONFIG,
-            *args,
-            cwd=cwd,
-            env=dict(env),
-            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
+        # start_uncancelled: a cancellation landing mid-start kills git's group.
+        process = await start_uncancelled(
+            asyncio.create_subprocess_exec(
+                "git",
+                *SAFE_CONFIG,
+                *args,
+                cwd=cwd,
+                env=dict(env),
+                stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+            ),
+            _kill_and_wait,
         )
     except FileNotFoundError:
         raise ConfigError(_NO_GIT) from None
@@ -124,6 +129,11 @@ async def run_git(
         await process.wait()
         raise
     return process.returncode or 0, out, err.decode("utf-8", errors="replace").strip()
+
+
+async def _kill_and_wait(process: asyncio.subprocess.Process) -> None:
+    _kill(process.pid)
+    await process.wait()
 
 
 def _kill(pid: int) -> None:

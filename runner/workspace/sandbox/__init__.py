@@ -39,6 +39,7 @@ from runner.workspace.sandbox.shell import (
     run_shell,
     run_to_end,
     start_group,
+    start_uncancelled,
 )
 
 __all__ = [
@@ -63,6 +64,7 @@ __all__ = [
     "run_to_end",
     "shared_reaper",
     "start_group",
+    "start_uncancelled",
     "toolchain_dirs",
     "Connection",
     "HostRule",

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any, Protocol, TypeVar
 
 import anyio
 from anyio.abc import ByteReceiveStream, Process
@@ -40,7 +40,11 @@ __all__ = [
     "run_shell",
     "run_to_end",
     "start_group",
+    "start_uncancelled",
 ]
+
+P = TypeVar("P")
+"""A started process, of anyio's kind or asyncio's."""
 
 TRACE_ENV: ContextVar[Mapping[str, str] | None] = ContextVar("TRACE_ENV", default=None)
 """Variables every command started in this context gets on top of its environment: the trace
@@ -101,28 +105,40 @@ async def open_shell(
 
 async def start_group(argv: Sequence[str], **options: Any) -> Process:
     """`anyio.open_process(argv, start_new_session=True, **options)`, proof against a
-    cancellation that lands while the process starts: a caller cancelled then kills the new
-    group and reaps it before the cancellation goes on, so no command outlives it.
+    cancellation that lands while the process starts (`start_uncancelled`)."""
+    return await start_uncancelled(
+        anyio.open_process(argv, start_new_session=True, **options), _kill_and_reap
+    )
 
-    Why its own task: the process exists as soon as it is forked, and open_process awaits the
-    event loop after that. anyio's shield does not hold back asyncio's own cancellation (the
+
+async def start_uncancelled(start: Awaitable[P], discard: Callable[[P], Awaitable[None]]) -> P:
+    """The process `start` makes (a new group's leader); a caller cancelled while it starts has
+    `discard` kill the group and reap it before the cancellation goes on, so nothing outlives it.
+
+    Why its own task: the process exists as soon as it is forked, and the start awaits the event
+    loop after that. anyio's shield does not hold back asyncio's own cancellation (the
     `asyncio.timeout` of a task's time limit); landing in that await, it made asyncio kill the
     leader alone and wait for the output pipes to close, which the command's children held open
     to their end: a 2 s time limit waited 30 s for `sleep 30`, and nothing killed the group."""
-    starting = asyncio.ensure_future(anyio.open_process(argv, start_new_session=True, **options))
+    starting = asyncio.ensure_future(start)
     try:
         return await asyncio.shield(starting)
     except asyncio.CancelledError:
-        await _to_the_end(_discard_started(starting))
+        await _to_the_end(_discard_started(starting, discard))
         raise
 
 
-async def _discard_started(starting: asyncio.Future[Process]) -> None:
-    """Kill the process group `starting` made, once it is made, and reap its leader."""
+async def _discard_started(
+    starting: asyncio.Future[P], discard: Callable[[P], Awaitable[None]]
+) -> None:
     try:
         process = await starting
     except Exception:  # it could not start: nothing to kill; the caller is cancelled anyway
         return
+    await discard(process)
+
+
+async def _kill_and_reap(process: Process) -> None:
     kill_group(process.pid)
     await process.aclose()
 

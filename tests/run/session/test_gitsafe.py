@@ -16,6 +16,7 @@ from runner.errors import ConfigError
 from runner.run.session import gitsafe
 from runner.run.session.gitsafe import GitError, GitFolder, Shadow, git_env, record_folder, run_git
 from tests.conftest import git
+from tests.fakes import forkpoint
 
 pytestmark = pytest.mark.anyio
 
@@ -154,6 +155,23 @@ async def test_a_cancelled_command_is_killed_with_its_group(repo: Path) -> None:
     with pytest.raises(asyncio.CancelledError):
         await running
     await _until(lambda: not _processes(marker), "the sleeps were killed")
+
+
+async def test_a_time_limit_expiring_as_git_starts_kills_its_group(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The limit lands just after git's fork (tests/fakes/forkpoint.py), once the alias's child
+    exists and holds git's pipes: the child is killed with git instead of running to its end."""
+    marker = f"{uuid.uuid4().int % 10**9}"
+    env = git_env(RUNNER_ENV, **_alias("slow", f"touch ready; sleep 4.{marker}; touch finished"))
+    fork_point = forkpoint.expire_after_the_fork(monkeypatch)
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(None) as limit:
+            fork_point.arm(limit, repo / "ready")
+            await run_git(repo, env, "slow")
+    assert fork_point.fired(), "the limit was never set to expire"
+    await _until(lambda: not _processes(marker), "the alias's sleep was killed")
+    assert not (repo / "finished").exists()
 
 
 def test_the_folder_is_recorded_from_anywhere_in_the_work_tree(repo: Path) -> None:
