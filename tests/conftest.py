@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,6 +25,30 @@ def git(root: Path, *args: str) -> str:
         timeout=60,
     )
     return done.stdout
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """PIDs of live processes (zombies aside) whose command line contains `text`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text in cmdline and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def gone(text: str, timeout: float = 10.0) -> bool:
+    """Whether every process mentioning `text` has exited (a SIGKILL takes a moment to land)."""
+    deadline = time.monotonic() + timeout
+    while processes_mentioning(text) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not processes_mentioning(text)
 
 
 @pytest.fixture

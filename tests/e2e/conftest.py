@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from runner.sessionlog import SessionRecord, find_sessions, read_session
+from tests.conftest import processes_mentioning
 from tests.fakes.model_server import FakeModelServer, Step, reply
 
 REPO = Path(__file__).resolve().parents[2]
@@ -294,22 +295,6 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 10.0, what: str =
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout:g}s waiting for {what or predicate}")
         time.sleep(0.02)
-
-
-def processes_mentioning(text: str) -> list[int]:
-    """PIDs of live processes (zombies aside) whose command line contains `text`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (entry / "stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if text in cmdline and state != "Z":
-            found.append(int(entry.name))
-    return found
 
 
 def assert_no_process_left(root: Path, timeout: float = 10.0) -> None:

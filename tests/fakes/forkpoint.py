@@ -48,27 +48,3 @@ def expire_after_the_fork(monkeypatch: pytest.MonkeyPatch) -> ForkPoint:
 
     monkeypatch.setattr(transport, "_start", start_then_expire)
     return point
-
-
-def alive(marker: str) -> list[int]:
-    """Live (not zombie) processes whose command line holds `marker`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker in cmdline and state != "Z":
-            found.append(int(entry.name))
-    return found
-
-
-def gone(marker: str, timeout: float = 10.0) -> bool:
-    """Whether every process holding `marker` has exited (a SIGKILL takes a moment to land)."""
-    deadline = time.monotonic() + timeout
-    while alive(marker) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return not alive(marker)

@@ -136,7 +136,9 @@ def test_a_time_limit_expiring_as_an_early_server_starts_kills_its_group(
     import asyncio
     import uuid
 
-    from tests.fakes.forkpoint import alive, expire_after_the_fork, gone
+    from tests.conftest import gone
+    from tests.conftest import processes_mentioning as alive
+    from tests.fakes.forkpoint import expire_after_the_fork
 
     marker = f"{uuid.uuid4().int % 10**6:06d}"
     server = ExtensionConfig(

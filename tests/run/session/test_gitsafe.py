@@ -15,7 +15,7 @@ import pytest
 from runner.errors import ConfigError
 from runner.run.session import gitsafe
 from runner.run.session.gitsafe import GitError, GitFolder, Shadow, git_env, record_folder, run_git
-from tests.conftest import git
+from tests.conftest import git, processes_mentioning
 from tests.fakes import forkpoint
 
 pytestmark = pytest.mark.anyio
@@ -46,18 +46,6 @@ def repo(tmp_path: Path) -> Path:
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "start")
     return root
-
-
-def _processes(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker in (entry / "cmdline").read_bytes().decode(errors="replace"):
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
 
 
 async def _until(condition: object, what: str) -> None:
@@ -143,18 +131,18 @@ async def test_a_command_past_its_time_is_killed_with_its_group(
     env = git_env(RUNNER_ENV, **_alias("slow", f"sleep 6{marker} & sleep 7{marker}; :"))
     code, out, err = await run_git(repo, env, "slow")
     assert (code, out, err) == (-1, b"", "git slow took over 0.5s")
-    await _until(lambda: not _processes(marker), "the sleeps were killed")
+    await _until(lambda: not processes_mentioning(marker), "the sleeps were killed")
 
 
 async def test_a_cancelled_command_is_killed_with_its_group(repo: Path) -> None:
     marker = f"{uuid.uuid4().int % 10**9}"
     env = git_env(RUNNER_ENV, **_alias("slow", f"sleep 6{marker} & sleep 7{marker}"))
     running = asyncio.create_task(run_git(repo, env, "slow"))
-    await _until(lambda: len(_processes(marker)) >= 2, "both sleeps started")
+    await _until(lambda: len(processes_mentioning(marker)) >= 2, "both sleeps started")
     running.cancel()
     with pytest.raises(asyncio.CancelledError):
         await running
-    await _until(lambda: not _processes(marker), "the sleeps were killed")
+    await _until(lambda: not processes_mentioning(marker), "the sleeps were killed")
 
 
 async def test_a_time_limit_expiring_as_git_starts_kills_its_group(
@@ -170,7 +158,7 @@ async def test_a_time_limit_expiring_as_git_starts_kills_its_group(
             fork_point.arm(limit, repo / "ready")
             await run_git(repo, env, "slow")
     assert fork_point.fired(), "the limit was never set to expire"
-    await _until(lambda: not _processes(marker), "the alias's sleep was killed")
+    await _until(lambda: not processes_mentioning(marker), "the alias's sleep was killed")
     assert not (repo / "finished").exists()
 
 

@@ -22,6 +22,7 @@ from runner.workspace import (
     run_shell,
     toolchain_dirs,
 )
+from tests.conftest import processes_mentioning
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -40,18 +41,6 @@ def scratch() -> Iterator[Path]:
         for name in ("w", "home", "tmp"):
             (base / name).mkdir()
         yield base
-
-
-def _alive(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker in (entry / "cmdline").read_bytes().decode(errors="replace"):
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
 
 
 def test_backend_none_finds_nothing_and_says_why() -> None:
@@ -80,11 +69,11 @@ def test_bwrap_kills_processes_that_left_the_group(scratch: Path) -> None:
     try:
         assert "started" in anyio.run(run)
         deadline = time.monotonic() + 10
-        while _alive(marker) and time.monotonic() < deadline:
+        while processes_mentioning(marker) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert _alive(marker) == []
+        assert processes_mentioning(marker) == []
     finally:
-        for pid in _alive(marker):
+        for pid in processes_mentioning(marker):
             os.kill(pid, 9)
 
 

@@ -23,8 +23,9 @@ import pytest
 from runner.workspace import Sandbox, confine, open_shell, probe
 from runner.workspace.sandbox import shell
 from runner.workspace.sandbox.shell import start_group
+from tests.conftest import gone
+from tests.conftest import processes_mentioning as alive
 from tests.fakes import forkpoint
-from tests.fakes.forkpoint import alive, gone
 
 
 @pytest.fixture
