@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 
 __all__ = ["CHARS_PER_TOKEN", "Activity", "InFlight", "activity", "streamed", "track"]
 
-CHARS_PER_TOKEN = 4  # the providers' rough estimate; the heartbeat says "~"
+CHARS_PER_TOKEN = 4
+"""The runner's one rough estimate of characters per token (providers' prompt estimates, compaction,
+the heartbeat's "~N tokens streamed"): only its ratio to a window or a count matters."""
 
 
 @dataclass(eq=False)

@@ -15,8 +15,6 @@ connection then starts it itself and reports the failure in its usual words.
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -28,7 +26,7 @@ from anyio.abc import Process
 from runner.mcp.extension import WORKSPACE, ExtensionConfig
 from runner.mcp.launch import builtin_workspace_root, server_env
 from runner.settings import environ
-from runner.workspace import SANDBOX_ENV, TRACE_ENV, start_group
+from runner.workspace import SANDBOX_ENV, TRACE_ENV, kill_group, start_group
 from runner.workspace import current as current_sandbox
 
 __all__ = ["SDK_INHERITED_ENV", "discard", "spawn_early", "stdio_server_env"]
@@ -102,7 +100,6 @@ async def spawn_early(
 async def discard(process: Process) -> None:
     """Kill an early server nobody took (its process group) and reap it."""
     with anyio.CancelScope(shield=True):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
+        kill_group(process.pid)
         with contextlib.suppress(OSError):
             await process.aclose()

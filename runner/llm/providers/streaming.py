@@ -11,6 +11,7 @@ from types import TracebackType
 from typing import Any, Protocol, Self
 
 from runner.llm.base import Message, Usage
+from runner.llm.inflight import CHARS_PER_TOKEN
 from runner.llm.providers.limiter import keep_slot
 from runner.llm.retry import CallError
 
@@ -24,7 +25,6 @@ __all__ = [
     "estimate_tokens",
     "estimate_usage",
 ]
-CHARS_PER_TOKEN = 4
 IDLE_SLACK = 0.01
 """How early (a share of the idle timeout) `IdleWatch` may call a stream idle: its deadline moves
 only once it is at least this much out of date."""

@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import shutil
-import signal
 import subprocess
 import tempfile
 from collections.abc import Mapping
@@ -32,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.errors import ConfigError, ExitCode, RunnerError
-from runner.workspace import start_uncancelled
+from runner.workspace import kill_group, start_uncancelled
 
 __all__ = [
     "GIT_TIMEOUT_S",
@@ -121,24 +119,19 @@ async def run_git(
         async with asyncio.timeout(GIT_TIMEOUT_S):
             out, err = await process.communicate(stdin)
     except TimeoutError:
-        _kill(process.pid)
+        kill_group(process.pid)
         await process.wait()
         return -1, b"", f"git {args[0]} took over {GIT_TIMEOUT_S:g}s"
     except asyncio.CancelledError:
-        _kill(process.pid)
+        kill_group(process.pid)
         await process.wait()
         raise
     return process.returncode or 0, out, err.decode("utf-8", errors="replace").strip()
 
 
 async def _kill_and_wait(process: asyncio.subprocess.Process) -> None:
-    _kill(process.pid)
+    kill_group(process.pid)
     await process.wait()
-
-
-def _kill(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
-from runner.llm import LLM, Message, MessageChars, Usage, activity, context_window_of
+from runner.llm import (
+    CHARS_PER_TOKEN,
+    LLM,
+    Message,
+    MessageChars,
+    Usage,
+    activity,
+    context_window_of,
+)
 from runner.run.turn.budget import Budget
 from runner.run.turn.native import cleared, transcript_text
 
@@ -24,12 +32,11 @@ SUMMARY_PROMPT = (
 )
 _LOW_WATER = 0.5
 """Clearing tool results suffices only when it leaves the prompt under this share of the limit."""
-_CHARS_PER_TOKEN = 4  # a rough, provider-neutral estimate; only the ratio to the window matters
 
 
 def estimate_tokens(system: str, messages: list[Message]) -> int:
     """Approximate prompt tokens of a request."""
-    return (len(system) + sum(m.chars for m in messages)) // _CHARS_PER_TOKEN
+    return (len(system) + sum(m.chars for m in messages)) // CHARS_PER_TOKEN
 
 
 class CompactionSink(Protocol):
@@ -99,7 +106,7 @@ class Compactor:
     def estimate(self, messages: list[Message]) -> int:
         """`estimate_tokens` of the system prompt and `messages`, counting only the messages
         appended since the last call (`MessageChars`)."""
-        return (len(self._system) + self._chars.count(messages)) // _CHARS_PER_TOKEN
+        return (len(self._system) + self._chars.count(messages)) // CHARS_PER_TOKEN
 
     async def compact(self, messages: list[Message], *, turn: int, force: bool = False) -> None:
         """Clear old tool results, then summarise if still over half the limit (always, when
@@ -143,7 +150,7 @@ class Compactor:
         if self._window:
             # The summary request must fit the window too (a local server's may be 8k): half of
             # it for the history, its newest part, so that the task and the summary fit beside.
-            room = max(0, self._window // 2 * _CHARS_PER_TOKEN - len(messages[0].content))
+            room = max(0, self._window // 2 * CHARS_PER_TOKEN - len(messages[0].content))
             if len(transcript) > room:
                 transcript = "[... the oldest part is left out ...]\n" + transcript[-room:]
         request = [Message("user", f"TASK:\n{messages[0].content}\n\nHISTORY:\n{transcript}")]
