@@ -173,28 +173,29 @@ def test_a_missing_command_exits_127_and_says_why(free_tcp_port: int) -> None:
     assert done.stderr.startswith("agent-runner sandbox (network): [Errno 2]"), done
 
 
-def test_a_broken_seccomp_filter_stops_the_command(free_tcp_port: int, tmp_path: Path) -> None:
+def _forward_with_filter(
+    data: bytes, port: int, tmp_path: Path
+) -> subprocess.CompletedProcess[str]:
+    """The forwarder given `data` as its seccomp filter, to run `touch ran`."""
     read, write = os.pipe()
-    os.write(write, b"12345")
+    os.write(write, data)
     os.close(write)
     try:
-        args = ["--seccomp-fd", str(read), "s.sock", str(free_tcp_port)]
-        done = _forward([*args, "--", "touch", str(tmp_path / "ran")], pass_fds=(read,))
+        args = ["--seccomp-fd", str(read), "s.sock", str(port)]
+        return _forward([*args, "--", "touch", str(tmp_path / "ran")], pass_fds=(read,))
     finally:
         os.close(read)
+
+
+def test_a_broken_seccomp_filter_stops_the_command(free_tcp_port: int, tmp_path: Path) -> None:
+    done = _forward_with_filter(b"12345", free_tcp_port, tmp_path)
     assert done.returncode == 127 and not (tmp_path / "ran").exists()
     assert "not a seccomp filter (5 bytes)" in done.stderr, done
 
 
 def test_a_filter_the_kernel_refuses_stops_the_command(free_tcp_port: int, tmp_path: Path) -> None:
-    read, write = os.pipe()
-    os.write(write, b"\xff\xff\x00\x00\x00\x00\x00\x00")  # one instruction, no such opcode
-    os.close(write)
-    try:
-        args = ["--seccomp-fd", str(read), "s.sock", str(free_tcp_port)]
-        done = _forward([*args, "--", "touch", str(tmp_path / "ran")], pass_fds=(read,))
-    finally:
-        os.close(read)
+    no_such_opcode = b"\xff\xff\x00\x00\x00\x00\x00\x00"  # one instruction
+    done = _forward_with_filter(no_such_opcode, free_tcp_port, tmp_path)
     assert done.returncode == 127 and not (tmp_path / "ran").exists()
     assert re.search(r"\[Errno [1-9][0-9]*\] seccomp", done.stderr), done
 
