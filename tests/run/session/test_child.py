@@ -39,21 +39,21 @@ PATH = {"type": "object", "properties": {"path": {"type": "string"}}}
 READ = ToolSpec("read_file", "Read a file.", PATH, server="ws")
 WRITE = ToolSpec("write_to_file", "Write a file.", PATH, server="ws")
 
-TASK = f"""\
+TASK = """\
 name: docs
 prompt: Document the app.
 secrets: [CHILD_SECRET]
-limits: {{max_turns: 9, max_depth: 1}}
+limits: {max_turns: 9, max_depth: 1}
 agents:
   reader:
     description: Reads code.
     prompt: READER-ROLE you only read.
-    tools: {{allow: [read_file]}}
-    limits: {{max_turns: 3}}
+    tools: {allow: [read_file]}
+    limits: {max_turns: 3}
   writer:
     description: Writes docs.
     prompt: WRITER-ROLE you write.
-    limits: {{max_turns: 4, timeout: 0.5s}}
+    limits: {max_turns: 4, timeout: 0.5s}
 """
 
 
