@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from runner.errors import ProviderError
-from runner.llm import Message, Reply, RetryEvent, Usage
+from runner.llm import Message, NativeCall, NativeTools, Reply, RetryEvent, Usage
 from runner.redact import Redactor
 from runner.run.agents import AgentTools, SessionFrame
 from runner.run.session import child as child_module
@@ -66,8 +66,9 @@ def done(result: str, status: str = "success") -> str:
     return call("attempt_completion", result=result, status=status)
 
 
-Step = str | BaseException | Callable[[], Any]
-"""A reply, an exception to raise, or a coroutine function to await (it may never return)."""
+Step = str | tuple[NativeCall, ...] | BaseException | Callable[[], Any]
+"""A reply (text, or native calls), an exception to raise, or a coroutine function to await
+(it may never return)."""
 
 
 class RoutedLLM:
@@ -81,6 +82,7 @@ class RoutedLLM:
         self.info = info
         self.systems: dict[str, list[str]] = {key: [] for key in routes}
         self.seen: dict[str, list[list[str]]] = {key: [] for key in routes}
+        self.offered: dict[str, list[NativeTools | None]] = {key: [] for key in routes}
         self.closed = 0
 
     async def complete(
@@ -89,11 +91,15 @@ class RoutedLLM:
         messages: Sequence[Message],
         *,
         on_retry: Callable[[RetryEvent], None] | None = None,
+        tools: NativeTools | None = None,
     ) -> Reply:
         key = next(k for k in self.routes if k in messages[0].content)
         self.systems[key].append(system)
         self.seen[key].append([m.content for m in messages])
+        self.offered[key].append(tools)
         step = self.routes[key].pop(0)
+        if isinstance(step, tuple):
+            return Reply("", Usage(100, 20), "tool_use", 0.1, 1, self.model, step)
         if isinstance(step, BaseException):
             raise step
         if callable(step):
@@ -163,9 +169,11 @@ def parent(
     budget: Budget | None = None,
     info: ModelInfo | None = None,
     hub: Hub | None = None,
+    native: bool = False,
 ) -> Parent:
     task = load(tmp_path, text)
     llm = RoutedLLM(routes, info)
+    llm.native_tools = native  # type: ignore[attr-defined]
     out = tmp_path / "out"
     redactor = Redactor(task.secrets)
     ctx = RunContext(Settings(), "run-1", out, Redactor(), {})
@@ -472,3 +480,35 @@ async def test_an_agent_naming_the_parents_own_model_shares_it(
     p = parent(tmp_path, {"W-TASK": [done("shared")]}, text=text)
     assert (await p.ask("writer", "W-TASK")).text == "shared"
     assert p.llm.closed == 0
+
+
+NATIVE = TASK.replace("limits: {max_turns: 9", "tool_mode: native\nlimits: {max_turns: 9")
+
+
+async def test_a_native_session_starts_native_children_offered_only_their_tools(
+    tmp_path: Path,
+) -> None:
+    read = (NativeCall("c1", "read_file", '{"path": "app.py"}'),)
+    finish = (NativeCall("c2", "attempt_completion", '{"result": "read", "status": "success"}'),)
+    p = parent(tmp_path, {"R-TASK": [read, finish]}, text=NATIVE, native=True)
+    result = await p.ask("reader", "R-TASK")
+    assert result.text == "read" and p.hub.calls == [("read_file", {"path": "app.py"})]
+    assert p.child_log(result).header["tool_mode"] == "native"
+    offered = [[spec.name for spec in t.specs] if t else None for t in p.llm.offered["R-TASK"]]
+    assert offered == [["read_file", "attempt_completion"]] * 2
+    system = p.llm.systems["R-TASK"][0]
+    assert "<read_file>" not in system and "# TOOLS" not in system  # no XML catalogue
+
+
+async def test_a_child_on_a_model_without_native_calls_uses_xml_in_a_native_task(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    own = OwnModel({"W-": [call("write_to_file", path="notes.md"), done("wrote")]}, shareable=True)
+    monkeypatch.setattr(child_module, "create_llm", lambda spec, settings: own)
+    text = NATIVE.replace("prompt: WRITER-ROLE", "model: openai:m2\n    prompt: WRITER-ROLE")
+    p = parent(tmp_path, {}, text=text, native=True)
+    result = await p.ask("writer", "W-TASK")
+    assert result.text == "wrote" and p.hub.calls == [("write_to_file", {"path": "notes.md"})]
+    assert p.child_log(result).header.get("tool_mode", "xml") == "xml"
+    assert own.offered["W-"] == [None, None]
+    assert "<write_to_file>" in own.systems["W-"][0]

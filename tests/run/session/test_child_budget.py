@@ -86,3 +86,30 @@ def test_a_grandchilds_call_is_held_against_every_ancestor() -> None:
             0.25,
         )
     assert task.reserved_usd == child.reserved_usd == 0
+
+
+def test_a_parent_exactly_at_its_limit_has_nothing_left_for_a_child() -> None:
+    """A limit is reached when spent equals it, for the parent as for the task itself."""
+    task = Budget(max_tokens=1000, max_cost_usd=1.0)
+    child = ChildBudget(parent=task)
+    task.charge(Usage(999, 0), 0.5)
+    child.check()  # one token and half the money left
+    task.charge(Usage(1, 0), 0.0)
+    with pytest.raises(LimitExceeded) as caught:
+        child.check()
+    assert caught.value.kind == "tokens"
+    assert str(caught.value) == "the parent's token limit reached (1000/1000)"
+    money = Budget(max_cost_usd=1.0)
+    money.charge(Usage(0, 0), 1.0)
+    with pytest.raises(LimitExceeded) as caught:
+        ChildBudget(parent=money).check()
+    assert str(caught.value) == "the parent's cost limit reached ($1.0000/$1.00)"
+
+
+def test_a_childs_spend_adds_to_what_its_parents_spent_before() -> None:
+    task = Budget()
+    task.charge(Usage(10, 5), 0.25)
+    child = ChildBudget(parent=task)
+    ChildBudget(parent=child).charge(Usage(100, 20), 0.5)
+    assert (task.usage, task.cost_usd) == (Usage(110, 25), 0.75)
+    assert (child.usage, child.cost_usd) == (Usage(100, 20), 0.5)
