@@ -53,7 +53,11 @@ agents:
   writer:
     description: Writes docs.
     prompt: WRITER-ROLE you write.
-    limits: {max_turns: 4, timeout: 0.5s}
+    limits: {max_turns: 4}
+  sleeper:
+    description: Runs out of time.
+    prompt: SLEEPER-ROLE
+    limits: {timeout: 0.5s}
 """
 
 
@@ -338,11 +342,11 @@ async def test_a_model_the_runner_cannot_make_is_a_config_error(
 
 
 async def test_a_child_stops_at_its_own_time_limit(tmp_path: Path) -> None:
-    p = parent(tmp_path, {"W-TASK": [lambda: asyncio.sleep(60)]})
-    result = await p.ask("writer", "W-TASK")
+    p = parent(tmp_path, {"S-TASK": [lambda: asyncio.sleep(60)]})
+    result = await p.ask("sleeper", "S-TASK")
     session = result.log_fields["child_session_id"]
     assert result.text == (
-        f"Sub-agent 'writer' stopped at its time limit before completing (session {session}): "
+        f"Sub-agent 'sleeper' stopped at its time limit before completing (session {session}): "
         "time limit reached (0.5s)"
     )
     end = p.child_log(result).end
@@ -376,7 +380,9 @@ async def test_a_cancelled_child_ends_its_log_as_interrupted_and_the_cancel_goes
 
     p = parent(tmp_path, {"R-TASK": [hang]})
     asking = asyncio.create_task(p.ask("reader", "R-TASK"))
-    await started.wait()
+    waiting = asyncio.create_task(started.wait())
+    await asyncio.wait([asking, waiting], return_when=asyncio.FIRST_COMPLETED)
+    assert started.is_set(), asking.result()  # a child that ended before its model call
     p.ctx.interrupted = interrupted
     asking.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -512,3 +518,34 @@ async def test_a_child_on_a_model_without_native_calls_uses_xml_in_a_native_task
     assert p.child_log(result).header.get("tool_mode", "xml") == "xml"
     assert own.offered["W-"] == [None, None]
     assert "<write_to_file>" in own.systems["W-"][0]
+
+
+async def test_a_child_stops_at_its_own_token_limit(tmp_path: Path) -> None:
+    text = TASK.replace("limits: {max_turns: 3}", "limits: {max_turns: 3, max_tokens: 200}")
+    reads = [call("read_file", path=f"{n}.py") for n in range(3)]
+    p = parent(tmp_path, {"R-TASK": reads}, text=text)
+    result = await p.ask("reader", "R-TASK")
+    assert "stopped at its tokens limit before completing" in result.text
+    assert len(p.hub.calls) == 2  # 120 tokens a call: the second reaches 200
+    end = p.child_log(result).end
+    assert end is not None and (end["status"], end["kind"]) == ("budget_exceeded", "tokens")
+
+
+async def test_with_max_depth_two_a_child_starts_its_own_child_and_no_deeper(
+    tmp_path: Path,
+) -> None:
+    text = TASK.replace("max_depth: 1", "max_depth: 2")
+    routes: dict[str, list[Step]] = {
+        "W-TOP": [call("sub_agent", agent="reader", task="R-NESTED"), done("top")],
+        "R-NESTED": [call("sub_agent", agent="writer", task="W-DEEPER"), done("nested")],
+    }
+    p = parent(tmp_path, routes, text=text)
+    result = await p.ask("writer", "W-TOP")
+    assert result.text == "top"
+    child, grandchild = p.children
+    nested = read_session(p.out / "sessions" / f"{grandchild}.jsonl")
+    assert nested.header["parent_session_id"] == child
+    assert nested.header["parent_call"]["agent"] == "reader"
+    assert p.llm.seen["W-TOP"][1][-1].endswith("nested")  # the grandchild's result, to the child
+    refused = p.llm.seen["R-NESTED"][1][-1]
+    assert "cannot start sub-agents here (limits.max_depth is 2)" in refused
