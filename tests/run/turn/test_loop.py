@@ -91,6 +91,7 @@ class Executor:
 class Events:
     def __init__(self) -> None:
         self.messages: list[tuple[str, str, int]] = []
+        self.message_fields: list[dict[str, Any]] = []
         self.model_calls: list[tuple[int, dict[str, Any]]] = []
         self.tool_calls: list[tuple[int, dict[str, Any]]] = []
         self.retries: list[tuple[Any, ...]] = []
@@ -99,8 +100,9 @@ class Events:
     def warning(self, message: str) -> None:
         self.warnings.append(message)
 
-    def message(self, role: str, content: str, turn: int) -> None:
+    def message(self, role: str, content: str, turn: int, **fields: Any) -> None:
         self.messages.append((role, content, turn))
+        self.message_fields.append(fields)
 
     def model_call(self, turn: int, **fields: Any) -> None:
         self.model_calls.append((turn, fields))
@@ -561,3 +563,111 @@ async def test_a_reservation_prices_the_prompt_as_input_and_the_reply_as_output(
         cost_of=lambda usage: usage.input_tokens * 1.0 + usage.output_tokens * 1000.0,
     )
     assert held == [prompt_tokens * 1.0 + 10 * 1000.0]
+
+
+# --- issue 32 survivors: denied tools unnamed, cut replies kept short, windows learned ---
+
+
+async def test_an_unknown_tool_is_answered_with_the_tools_offered_not_the_denied_ones() -> None:
+    """A denied tool is parsed as a call, but naming it as available invites calls it refuses."""
+    llm = ScriptedLLM("<read_file>\n<path>a</path>\n</read_file>", done())
+    await run(llm)
+    assert llm.seen[1][-1] == (
+        "[read_file] Error:\nThere is no tool named read_file, so the call was not run."
+        " Available tools: attempt_completion, echo."
+    )
+
+
+async def test_a_long_reply_cut_before_any_call_is_logged_whole_but_only_its_ends_stay() -> None:
+    """A model that rambled to its output limit: the next requests would carry all of it."""
+    events = Events()
+    rambling = "".join(f"line {n}\n" for n in range(1000))
+    llm = ScriptedLLM(CUT + rambling, done())
+    await run(llm, events=events)
+    kept = llm.seen[1][1]
+    assert kept.startswith(rambling[:2000]) and kept.endswith(rambling[-2000:])
+    assert "left out of the context" in kept and len(kept) < len(rambling) / 2
+    assert len(llm.seen[1]) == 3 and "cut off before it called a tool" in llm.seen[1][2]
+    assert events.messages[0] == ("assistant", rambling, 1)
+    assert events.message_fields[0] == {"context": kept}
+
+
+async def test_a_call_sent_again_after_a_context_length_error_logs_its_retries() -> None:
+    events = Events()
+    await run(ScriptedLLM(ContextLengthError("too long"), "RETRY" + done()), events=events)
+    assert events.retries == [(1, 1, "rate limited", 429, 0.5)]
+
+
+class LocalServer(ScriptedLLM):
+    """A model whose window is learned from the server: an overflow teaches it 4096 tokens."""
+
+    window: int | None = None
+
+    async def complete(self, system: str, messages: Sequence[Message], **kw: Any) -> Reply:
+        try:
+            return await super().complete(system, messages, **kw)
+        except ContextLengthError:
+            self.window = 4096
+            raise
+
+
+class WindowCompactor(Compactor):
+    """Follows the model's learned window; records the window each forced compaction had."""
+
+    def __init__(self, llm: LocalServer) -> None:
+        super().__init__()
+        self.llm = llm
+        self.window: int | None = None
+        self.forced_windows: list[int | None] = []
+
+    async def follow_window(self) -> int | None:
+        if self.llm.window == self.window:
+            return None
+        self.window = self.llm.window
+        return self.window
+
+    async def compact(self, messages: list[Message], *, turn: int, force: bool = False) -> None:
+        self.forced_windows.append(self.window)
+        await super().compact(messages, turn=turn, force=force)
+
+
+async def test_the_compaction_forced_by_an_overflow_fits_the_window_the_overflow_taught() -> None:
+    """Compacting for the old window would leave the retry (and its summary request) too big."""
+    events = Events()
+    llm = LocalServer(ContextLengthError("too long"), done())
+    compactor = WindowCompactor(llm)
+    await run(llm, events=events, compactor=compactor)
+    assert compactor.forced_windows == [4096]
+    [warning] = events.warnings
+    assert warning.startswith("context window: 4096 tokens from now on, learned from the server")
+
+
+async def test_a_window_learned_from_the_replies_is_followed_and_logged_once() -> None:
+    events = Events()
+    llm = LocalServer(echo(), done())
+    llm.window = 8192
+    compactor = WindowCompactor(llm)
+    await run(llm, events=events, compactor=compactor)
+    assert compactor.window == 8192
+    assert events.warnings == [
+        "context window: 8192 tokens from now on, learned from the server's replies (it does not"
+        " say its window; set `models: {NAME: {context_window: N}}` in the config to give it)"
+    ]
+
+
+async def test_a_task_cost_limit_refuses_a_call_once_spent_and_held_reach_it() -> None:
+    """The task's calls under way (its sub-agents run at once) are held against its own limit."""
+    budget = Budget(max_cost_usd=1.0, cost_usd=0.25)
+    with budget.reservation(0.25), budget.reservation(0.25):
+        assert budget.reserved_usd == 0.5  # 0.75 of 1.0: room for one more
+        with (
+            budget.reservation(0.25),  # 0.25 spent + 0.75 held: exactly the limit
+            pytest.raises(LimitExceeded) as caught,
+            budget.reservation(0.01),
+        ):
+            pass
+    assert caught.value.kind == "cost"
+    assert str(caught.value) == (
+        "cost limit reached ($0.2500 spent and $0.7500 held by calls under way, of $1.00)"
+    )
+    assert budget.reserved_usd == 0 and budget.run.reserved_usd == 0

@@ -39,7 +39,7 @@ class NativeLLM:
     model = "fake-model"
     info: ModelInfo | None = None
 
-    def __init__(self, *script: tuple[NativeCall, ...] | Exception) -> None:
+    def __init__(self, *script: tuple[NativeCall, ...] | Reply | Exception) -> None:
         self.script = list(script)
         self.seen: list[tuple[list[Message], Any]] = []
 
@@ -55,6 +55,8 @@ class NativeLLM:
         step = self.script.pop(0)
         if isinstance(step, Exception):
             raise step
+        if isinstance(step, Reply):
+            return step
         return Reply("text", Usage(10, 5), "tool_use", 0.1, 0, "fake", step)
 
 
@@ -195,3 +197,24 @@ def test_xml_mode_passes_no_tools_keyword() -> None:
     from tests.run.turn.test_loop import ScriptedLLM
 
     assert "tools" not in ScriptedLLM.complete.__code__.co_varnames
+
+
+async def test_a_long_reply_cut_inside_its_only_call_logs_that_call_with_the_whole_text() -> None:
+    """Only the reply's ends stay in the context, but its call stays whole in both: the log
+    must hold the call that the next message answers by its id."""
+    cut = calls(("a", "echo", '{"text": "unfini'))
+    rambling = "".join(f"line {n}\n" for n in range(1000))
+    llm = NativeLLM(Reply(rambling, Usage(10, 5), "length", 0.1, 0, "fake", cut), finish())
+    events = Events()
+    _, messages = await run(llm, events=events)
+    assert messages[1].calls == cut and len(messages[1].content) < len(rambling) / 2
+    assert events.messages[0] == (
+        "assistant",
+        rambling,
+        {
+            "context": messages[1].content,
+            "tool_calls": [{"id": "a", "name": "echo", "arguments": '{"text": "unfini'}],
+        },
+    )
+    (result,) = messages[2].results
+    assert result.id == "a" and "output token limit" in result.content
