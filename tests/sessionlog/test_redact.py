@@ -97,3 +97,25 @@ def test_a_short_secret_with_a_non_word_character_at_either_end_is_masked_where_
     for said in (f"pin {secret} ok", f"({secret})", secret, f"pin={secret}\n"):
         assert secret not in redactor.text(said), said
     assert redactor.text(f"9{secret}9") == f"9{secret}9"  # touching digits: not alone
+
+
+def test_a_secret_the_model_put_in_a_nested_argument_key_is_masked_in_the_log(
+    tmp_path: Path,
+) -> None:
+    """The model names every key of its arguments, at any depth, in lists as in objects."""
+    secret = "sk-nested-key-0123456789"
+    w = SessionLogWriter.create(tmp_path, header("nested", golden=False), Redactor([secret]))
+    arguments = {"env": {secret: "x"}, "items": [{secret: [{secret: 1}]}]}
+    w.tool_call(
+        1,
+        tool="run",
+        server="srv",
+        arguments=arguments,
+        result="ok",
+        is_error=False,
+        duration_s=0.1,
+    )
+    w.close()
+    (event,) = read_session(w.path).events
+    assert event["arguments"] == {"env": {MASK: "x"}, "items": [{MASK: [{MASK: 1}]}]}
+    assert secret not in w.path.read_text(encoding="utf-8")
