@@ -9,7 +9,9 @@ story (real servers, a real model server, signals) is tests/e2e/test_subagent*.p
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
+import json
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,8 +28,9 @@ from runner.run.session import child as child_module
 from runner.run.session.child import run_child
 from runner.run.session.header import session_header
 from runner.run.session.session import RunContext
+from runner.run.telemetry import Progress
 from runner.run.turn import Budget
-from runner.sessionlog import SessionLogWriter, SessionRecord, read_session
+from runner.sessionlog import EventStream, SessionLogWriter, SessionRecord, read_session
 from runner.settings import ModelInfo, Settings
 from runner.task import Task, load_tasks
 from runner.toolcall import ToolResult, ToolSpec
@@ -214,7 +217,7 @@ async def test_a_passed_child_returns_its_result_and_logs_a_session_linked_to_it
     (system,) = set(p.llm.systems["R-TASK"])
     assert head["system_prompt_sha256"] == hashlib.sha256(system.encode()).hexdigest()
     assert "READER-ROLE you only read." in system
-    assert "write_to_file" not in system
+    assert "<read_file>" in system and "write_to_file" not in system  # its catalogue
     first = record.events[0]
     assert (first["type"], first["role"], first["turn"]) == ("message", "user", 0)
     assert first["content"] == "R-TASK: list the endpoints"
@@ -360,6 +363,7 @@ async def test_a_timeout_inside_the_child_that_is_not_its_limit_is_not_called_on
     p = parent(tmp_path, {"W-TASK": [TimeoutError("read timed out")]})
     result = await p.ask("writer", "W-TASK")
     assert "time limit" not in result.text and "stopped with an error (internal)" in result.text
+    assert result.text.endswith("internal error: TimeoutError('read timed out')")
 
 
 @pytest.mark.parametrize(
@@ -450,7 +454,8 @@ class OwnModel(RoutedLLM):
 
     def __init__(self, routes: dict[str, list[Step]], *, shareable: bool) -> None:
         super().__init__(routes)
-        self.shareable = shareable
+        if shareable:  # a provider that says nothing is not shared
+            self.shareable = True
 
 
 @pytest.mark.parametrize("shareable", [False, True])
@@ -549,3 +554,84 @@ async def test_with_max_depth_two_a_child_starts_its_own_child_and_no_deeper(
     assert p.llm.seen["W-TOP"][1][-1].endswith("nested")  # the grandchild's result, to the child
     refused = p.llm.seen["R-NESTED"][1][-1]
     assert "cannot start sub-agents here (limits.max_depth is 2)" in refused
+
+
+async def test_a_childs_records_reach_the_runs_event_stream(tmp_path: Path) -> None:
+    p = parent(tmp_path, {"R-TASK": [done("streamed")]})
+    p.ctx.events = EventStream.open(str(tmp_path / "events.jsonl"))
+    try:
+        result = await p.ask("reader", "R-TASK")
+    finally:
+        p.ctx.events.close()
+    lines = (tmp_path / "events.jsonl").read_text(encoding="utf-8").splitlines()
+    records = [json.loads(line) for line in lines]
+    session = result.log_fields["child_session_id"]
+    assert [r["record"]["type"] for r in records if r["session_id"] == session] == [
+        "header",
+        "message",
+        "message",
+        "model_call",
+        "end",
+    ]
+
+
+async def test_with_progress_on_a_childs_turns_show_under_its_parents_name(
+    tmp_path: Path,
+) -> None:
+    lines: list[str] = []
+    p = parent(tmp_path, {"R-TASK": [call("read_file", path="a.py"), done("ok")]})
+    p.ctx.progress = Progress(lines.append, enabled=True, per_turn=True, interval_s=3600)
+    async with p.ctx.progress.task("docs"):
+        await p.ask("reader", "R-TASK")
+    turns = [line.split() for line in lines if line.startswith("TURN")]
+    assert [words[1:4] for words in turns] == [["docs", ">", "reader"]] * 2, lines
+    assert turns[1][4] == "turn=2"  # the child's own turns
+
+
+async def test_a_childs_read_only_calls_of_one_reply_run_at_once(tmp_path: Path) -> None:
+    hub = MeetingHub(2)
+    reads = "\n".join([call("read_file", path="a.py"), call("read_file", path="b.py")])
+    p = parent(tmp_path, {"R-TASK": [reads, done("ok")]}, hub=hub)
+    await p.ask("reader", "R-TASK")
+    assert hub.alone == 0 and len(hub.calls) == 2
+
+
+class MeetingHub(Hub):
+    """Its read_file is read-only; each call waits (up to 10 s) until `count` calls are in."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__((dataclasses.replace(READ, read_only=True), WRITE))
+        self.count = count
+        self.arrived = 0
+        self.alone = 0
+        self.all_in = asyncio.Event()
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        self.arrived += 1
+        if self.arrived == self.count:
+            self.all_in.set()
+        try:
+            await asyncio.wait_for(self.all_in.wait(), 10)
+        except TimeoutError:
+            self.alone += 1
+        return await super().call(name, arguments)
+
+
+async def test_a_child_on_another_native_model_gets_native_calls_with_its_tools(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    finish = (NativeCall("c1", "attempt_completion", '{"result": "w", "status": "success"}'),)
+    own = OwnModel({"W-": [finish]}, shareable=True)
+    own.native_tools = True  # type: ignore[attr-defined]
+    monkeypatch.setattr(child_module, "create_llm", lambda spec, settings: own)
+    text = NATIVE.replace("prompt: WRITER-ROLE", "model: openai:m2\n    prompt: WRITER-ROLE")
+    p = parent(tmp_path, {}, text=text, native=True)
+    result = await p.ask("writer", "W-TASK")
+    assert result.text == "w" and p.child_log(result).header["tool_mode"] == "native"
+    (offered,) = own.offered["W-"]
+    assert offered is not None and offered.choice == "auto"
+    assert [spec.name for spec in offered.specs] == [
+        "read_file",
+        "write_to_file",
+        "attempt_completion",
+    ]
