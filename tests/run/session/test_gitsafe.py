@@ -128,7 +128,7 @@ async def test_a_command_past_its_time_is_killed_with_its_group(
 ) -> None:
     marker = f"{uuid.uuid4().int % 10**9}"
     monkeypatch.setattr(gitsafe, "GIT_TIMEOUT_S", 0.5)
-    env = git_env(RUNNER_ENV, **_alias("slow", f"sleep 6{marker} & sleep 7{marker}; :"))
+    env = git_env(RUNNER_ENV, **_alias("slow", f"sleep 600.{marker} & sleep 700.{marker}; :"))
     code, out, err = await run_git(repo, env, "slow")
     assert (code, out, err) == (-1, b"", "git slow took over 0.5s")
     await _until(lambda: not processes_mentioning(marker), "the sleeps were killed")
@@ -136,7 +136,7 @@ async def test_a_command_past_its_time_is_killed_with_its_group(
 
 async def test_a_cancelled_command_is_killed_with_its_group(repo: Path) -> None:
     marker = f"{uuid.uuid4().int % 10**9}"
-    env = git_env(RUNNER_ENV, **_alias("slow", f"sleep 6{marker} & sleep 7{marker}"))
+    env = git_env(RUNNER_ENV, **_alias("slow", f"sleep 600.{marker} & sleep 700.{marker}"))
     running = asyncio.create_task(run_git(repo, env, "slow"))
     await _until(lambda: len(processes_mentioning(marker)) >= 2, "both sleeps started")
     running.cancel()
