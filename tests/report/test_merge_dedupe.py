@@ -63,6 +63,7 @@ def test_a_task_in_several_inputs_is_counted_each_time_with_a_warning(
     (warning,) = merge_junit(attempts, tmp_path / "m.xml")
     assert names(tmp_path / "m.xml") == ["alone", "flaky", "flaky", "stable", "stable"]
     assert "2 task(s) are in more than one JUnit file" in warning and "flaky, stable" in warning
+    assert f"(in {attempts[1]}, {attempts[0]})" in warning  # the files, sorted
     assert "--dedupe latest" in warning
 
 
