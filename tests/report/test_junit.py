@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from runner.errors import ExitCode
+from runner.outcome import Finding, Severity
 from runner.report.junit import write_junit
 from tests.report.samples import (
     REDACTOR,
@@ -95,6 +97,19 @@ def test_testcase_carries_classname_file_time_and_facts(junit: Path) -> None:
         assert fact in out
 
 
+def test_each_testcase_carries_its_tasks_status(junit: Path) -> None:
+    """`status` tells a budget stop from a failed check, and an interruption from an error, where
+    `<failure>` and `<error>` alone do not."""
+    statuses = {name: case.get("status") for name, case in cases(junit).items()}
+    assert statuses == {
+        "health": "passed",
+        "lint": "failed",
+        "refactor": "budget_exceeded",
+        "deploy": "error",
+        "docs": "interrupted",
+    }
+
+
 def test_failed_task_has_failure_of_its_kind(junit: Path) -> None:
     failure = cases(junit)["lint"].find("failure")
     assert failure is not None
@@ -153,3 +168,44 @@ def test_control_characters_in_output_keep_the_report_valid(tmp_path: Path) -> N
     path = tmp_path / "junit.xml"
     write_junit(summary_of([task], exit_code=ExitCode.FAILED), path, REDACTOR)
     assert validate_with_lxml(path) == []
+
+
+def finding(severity: Severity) -> Finding:
+    return Finding("src/app.py", 3, 3, severity, "Unchecked input", "validate it first")
+
+
+def reviewed_report(tmp_path: Path) -> Path:
+    """A run where one task asked for findings (two notes and an error) and one did not."""
+    found = (finding("note"), finding("error"), finding("note"))
+    review = replace(outcome("review", "passed", task_file="tasks/review.yaml"), findings=found)
+    path = tmp_path / "junit.xml"
+    write_junit(summary_of([review, outcome("plain", "passed")]), path, REDACTOR)
+    return path
+
+
+def test_findings_are_counted_by_severity_on_every_suite(tmp_path: Path) -> None:
+    """docs/findings.md: each severity is a property, 0 when none was found, on every suite (the
+    one of a task that asked for none too: the counts are the run's)."""
+    suites = ET.parse(reviewed_report(tmp_path)).getroot().findall("testsuite")
+    assert len(suites) == 2
+    for suite in suites:
+        props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+        counts = (props.get("findings_error"), props.get("findings_warning"))
+        assert (*counts, props.get("findings_note")) == ("1", "0", "2")
+
+
+def test_system_out_counts_the_findings_of_a_task_that_asked_for_them(tmp_path: Path) -> None:
+    by_name = cases(reviewed_report(tmp_path))
+    lines = (by_name["review"].findtext("system-out") or "").splitlines()
+    assert "findings: 1 error, 0 warning, 2 note" in lines
+    assert "findings:" not in (by_name["plain"].findtext("system-out") or "")
+
+
+def test_a_run_where_no_task_asked_for_findings_has_no_findings_properties(junit: Path) -> None:
+    names = {p.get("name") or "" for p in ET.parse(junit).getroot().iter("property")}
+    assert names and not any(name.startswith("findings_") for name in names)
+
+
+@needs_shared
+def test_a_report_with_findings_validates_against_the_xsd(tmp_path: Path) -> None:
+    assert validate_with_lxml(reviewed_report(tmp_path)) == []

@@ -210,6 +210,7 @@ def test_the_report_is_indented_one_element_a_line() -> None:
     assert lines[1].startswith("<testsuites ")
     assert any(line.startswith("\t<testsuite ") for line in lines)
     assert any(line.startswith("\t\t<testcase ") for line in lines)
+    assert all(line.strip() for line in lines), "no blank line between elements"
 
 
 def test_a_testcase_time_is_rounded_to_milliseconds() -> None:
@@ -261,3 +262,49 @@ def test_system_out_names_the_patch_and_a_kept_worktree(tmp_path: Path) -> None:
     plain = case_of(junit_text(summary_of([outcome("p", "passed")]), Redactor()), "p")
     assert "patch:" not in (plain.findtext("system-out") or "")
     assert "worktree:" not in (plain.findtext("system-out") or "")
+
+
+def test_a_skipped_task_is_skipped_with_its_reason() -> None:
+    """A CI counts a testcase with no `<skipped>` as passed."""
+    later = outcome("later", "skipped", reason="needs `build`, which failed")
+    text = junit_text(summary_of([later]), Redactor())
+    skipped = case_of(text, "later").find("skipped")
+    assert skipped is not None
+    assert skipped.get("message") == skipped.text == "needs `build`, which failed"
+    suite = ET.fromstring(text.encode("utf-8")).find("testsuite")
+    assert suite is not None and suite.get("skipped") == "1"
+
+
+def test_an_errored_task_keeps_its_whole_reason_in_the_error_text() -> None:
+    broken = outcome("call", "error", kind="provider", reason="429 from the provider\nretry later")
+    error = case_of(junit_text(summary_of([broken]), Redactor()), "call").find("error")
+    assert error is not None
+    assert error.get("message") == "429 from the provider retry later"
+    assert error.text == "429 from the provider\nretry later"
+
+
+def test_a_lone_surrogate_is_written_as_its_escape_and_its_neighbours_as_they_are() -> None:
+    """JSON lets a model send half a surrogate pair; no XML character can hold it. U+D7FF and
+    U+E000, just outside the surrogates, are characters."""
+    odd = outcome("odd", "passed", result="a\ud7ff\ud800\ud83d\udfff\ue000z")
+    out = case_of(junit_text(summary_of([odd]), Redactor()), "odd").findtext("system-out")
+    assert out is not None and out.startswith("a\ud7ff\\ud800\\ud83d\\udfff\ue000z\n")
+
+
+def test_a_noncharacter_in_the_output_is_left_out_of_the_report() -> None:
+    """U+FFFF is no XML character either; the rest of the output is kept."""
+    odd = outcome("odd", "passed", result="before\uffffafter")
+    out = case_of(junit_text(summary_of([odd]), Redactor()), "odd").findtext("system-out")
+    assert out is not None and out.startswith("beforeafter\n")
+
+
+def test_a_repeated_tasks_verdict_is_a_property_of_its_suite() -> None:
+    samples = [
+        replace(outcome("flaky", "passed"), sample=1, of=2),
+        replace(outcome("flaky", "failed", reason="r"), sample=2, of=2),
+    ]
+    suite = ET.fromstring(junit_text(summary_of(samples), Redactor()).encode("utf-8"))[0]
+    properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert properties["repeat.flaky.samples"] == "2"
+    assert properties["repeat.flaky.passes"] == "1"
+    assert properties["repeat.flaky.status"] == "failed"

@@ -63,6 +63,7 @@ def test_a_task_in_several_inputs_is_counted_each_time_with_a_warning(
     (warning,) = merge_junit(attempts, tmp_path / "m.xml")
     assert names(tmp_path / "m.xml") == ["alone", "flaky", "flaky", "stable", "stable"]
     assert "2 task(s) are in more than one JUnit file" in warning and "flaky, stable" in warning
+    assert f"(in {attempts[1]}, {attempts[0]})" in warning  # the files, sorted
     assert "--dedupe latest" in warning
 
 
@@ -131,3 +132,38 @@ def test_dedupe_latest_keeps_the_newest_runs_findings(attempts: list[Path], tmp_
     merge_reports(attempts, tmp_path / "m" / "junit.xml", dedupe="latest")
     (run,) = json.loads((tmp_path / "m" / "findings.sarif").read_text(encoding="utf-8"))["runs"]
     assert run["results"][0]["message"]["text"] == "from the second attempt"
+
+
+def test_a_suite_that_loses_a_copy_recounts_what_it_keeps(tmp_path: Path) -> None:
+    """A CI reads each suite's own counts and time too, not only the root's."""
+    kept = [
+        outcome("stable", "passed", duration=1.0),
+        outcome("lint", "failed", reason="r", duration=2.0),
+        outcome("deploy", "error", reason="e", duration=4.0),
+        outcome("later", "skipped", duration=8.0),
+    ]
+    older = [
+        outcome("flaky", "failed", reason="no", duration=16),
+        outcome("net", "error", reason="e"),
+        outcome("waits", "skipped"),
+    ]
+    first = shard(tmp_path, "attempt-1", FIRST, [*kept, *older])
+    second = shard(tmp_path, "attempt-2", SECOND, [outcome(o.name, "passed") for o in older])
+    merge_junit([first, second], tmp_path / "m.xml", "latest")
+    suite = ET.parse(tmp_path / "m.xml").getroot().findall("testsuite")[0]
+    assert [c.get("name") for c in suite.findall("testcase")] == [c.name for c in kept]
+    counts = [suite.get(k) for k in ("tests", "failures", "errors", "skipped", "time")]
+    assert counts == ["4", "1", "1", "1", "15.000"]
+
+
+def test_a_file_without_a_run_id_counts_as_the_oldest(tmp_path: Path) -> None:
+    """A JUnit file from elsewhere names no run: the runner's copy of a task wins over it."""
+    foreign = tmp_path / "foreign.xml"
+    foreign.write_text(
+        '<testsuite name="s"><testcase name="flaky"><failure message="m"/></testcase></testsuite>',
+        encoding="utf-8",
+    )
+    ours = shard(tmp_path, "ours", FIRST, [outcome("flaky", "passed")])
+    merge_junit([ours, foreign], tmp_path / "m.xml", "latest")
+    (flaky,) = ET.parse(tmp_path / "m.xml").getroot().iter("testcase")
+    assert flaky.find("failure") is None
