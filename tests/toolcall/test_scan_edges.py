@@ -219,3 +219,10 @@ def test_an_unknown_call_at_the_start_of_a_reply_that_ends_in_a_space_is_a_call(
 def test_a_stray_text_of_exactly_60_characters_is_shown_whole() -> None:
     [raw] = find_calls(f"<read_file>\n<path>a</path>\n{'w' * 60}\n</read_file>", PARAMS)
     assert raw.problems == [f"Text outside any parameter tag: '{'w' * 60}'."]
+
+
+def test_stray_text_against_both_tags_is_named_whole_in_the_problem() -> None:
+    """No newline around it to spare: the problem quotes its first and last character too."""
+    [raw] = find_calls("<read_file>\n<path>a</path>junk</read_file>", PARAMS)
+    assert raw.arguments == {"path": "a"}
+    assert raw.problems == ["Text outside any parameter tag: 'junk'."]
