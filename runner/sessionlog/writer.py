@@ -394,7 +394,8 @@ class SessionLogWriter:
         text = json.dumps(line, ensure_ascii=False, default=str)
         if self._redactor.may_be_in_json(text):
             redacted = {**self._redactor.data(line), **{key: line[key] for key in keep}}
-            text = json.dumps(redacted, ensure_ascii=False, default=str)
+            # A value JSON has no form for (a Path, say) is written as its text: mask that too.
+            text = json.dumps(redacted, ensure_ascii=False, default=self._masked_text)
         # Readers that split with str.splitlines would break a line at these; JSON may escape them.
         text = text.translate(_LINE_BREAKS)
         try:
@@ -406,6 +407,9 @@ class SessionLogWriter:
             raise LogWriteError(self.path, error) from error
         if self._events is not None:
             self._events.record(self._task_name, self.session_id, text)
+
+    def _masked_text(self, value: object) -> str:
+        return self._redactor.text(str(value))
 
     def _spill(self, folder: str, number: int, text: str) -> tuple[str, str | None, int]:
         """(text or its preview, reference of the spill file or None, size in UTF-8 bytes)."""

@@ -3,18 +3,25 @@ numbering per kind, the log's own file handling, argument checks, and what a ful
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import json
+import locale
 import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from runner.outcome import Totals
+from runner.outcome import Finding, Totals
 from runner.redact import MASK, Redactor
 from runner.sessionlog import LogWriteError, SessionLogWriter, read_session, spilled_text
-from tests.sessionlog.scenarios import create, header
+from runner.sessionlog.events import EventStream
+from tests.sessionlog.scenarios import REDACTOR, SECRET, create, header
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -223,3 +230,131 @@ def test_a_hook_run_is_logged_with_its_outcome_and_output(tmp_path: Path) -> Non
         2,
         3,
     )
+
+
+def _fields(event: dict[str, Any]) -> dict[str, Any]:
+    """An event line without its time stamp (the one field a test does not choose)."""
+    return {key: value for key, value in event.items() if key != "ts"}
+
+
+def test_every_event_writes_each_argument_under_its_own_name(tmp_path: Path) -> None:
+    """Readers (resume, the HTML view, summaries) look fields up by name: a value written under
+    a neighbour's name, or left out, breaks them without any error at write time."""
+    w = create(tmp_path, "fields", golden=False)
+    w.message("assistant", "whole reply", 2, context="kept part")
+    w.model_call(
+        3, latency_s=0.25, usage={"input_tokens": 5}, cost_usd=0.5, retries=2,
+        stop_reason="length", model="m1",
+    )  # fmt: skip
+    w.tool_call(
+        4, tool="read", server="ws", arguments={"a": 1}, result="out", is_error=True,
+        duration_s=0.75, child_session_id="child-1", call_id="c9",
+    )  # fmt: skip
+    w.compaction(5, kind="summary", before_tokens=900, after_tokens=300, messages=[], summary="s")
+    w.resume("parent-1", [{"role": "user", "content": "go"}])
+    w.check("pytest", 1, "failed", 2)
+    w.retry(6, attempt=2, reason="HTTP 503", status=503, wait_s=1.5)
+    w.hook(
+        event="post_tool_use", tool="edit", command="./lint.sh", exit_code=0, timed_out=True,
+        duration_s=0.1, outcome="warning", stdout="said", stderr="moaned", turn=7,
+    )  # fmt: skip
+    w.network(turn=8, host="example.com", allowed=False)
+    w.finding(Finding("a.py", 1, 2, "note", "rule", "why"), 9)
+    w.warning("careful")
+    w.end("failed", "turns", Totals(turns=3), "res", kind="limit")
+    usage = {"input_tokens": 5, "output_tokens": 0, "cache_read_tokens": 0}
+    finding = {"path": "a.py", "line": 1, "end_line": 2, "severity": "note", "title": "rule"}
+    assert [_fields(e) for e in read_session(w.path).events] == [
+        {"type": "message", "role": "assistant", "content": "whole reply", "turn": 2,
+         "context": "kept part"},
+        {"type": "model_call", "turn": 3, "model": "m1", "latency_s": 0.25,
+         "usage": {**usage, "cache_write_tokens": 0, "estimated": False}, "cost_usd": 0.5,
+         "retries": 2, "stop_reason": "length"},
+        {"type": "tool_call", "turn": 4, "tool": "read", "server": "ws", "arguments": {"a": 1},
+         "result": "out", "result_ref": None, "result_bytes": 3, "is_error": True,
+         "duration_s": 0.75, "child_session_id": "child-1", "call_id": "c9"},
+        {"type": "compaction", "turn": 5, "kind": "summary", "before_tokens": 900,
+         "after_tokens": 300, "messages": [], "summary": "s"},
+        {"type": "resume", "parent_id": "parent-1",
+         "messages": [{"role": "user", "content": "go"}]},
+        {"type": "check", "command": "pytest", "exit_code": 1, "output": "failed",
+         "output_ref": None, "output_bytes": 6, "attempt": 2},
+        {"type": "retry", "turn": 6, "attempt": 2, "reason": "HTTP 503", "status": 503,
+         "wait_s": 1.5},
+        {"type": "hook", "turn": 7, "event": "post_tool_use", "tool": "edit",
+         "command": "./lint.sh", "exit_code": 0, "timed_out": True, "duration_s": 0.1,
+         "outcome": "warning", "stdout": "said", "stderr": "moaned"},
+        {"type": "network", "turn": 8, "host": "example.com", "allowed": False},
+        {"type": "finding", "turn": 9, **finding, "message": "why", "suggestion": None,
+         "fingerprint": ""},
+        {"type": "warning", "message": "careful"},
+        {"type": "end", "status": "failed", "reason": "turns", "kind": "limit", "result": "res",
+         "totals": dataclasses.asdict(Totals(turns=3))},
+    ]  # fmt: skip
+
+
+def test_a_sub_agent_id_and_a_call_id_are_each_written_only_when_given(tmp_path: Path) -> None:
+    """A sub-agent call in XML mode has no call id, and a native call that starts no sub-agent
+    has no child session: neither may appear as a key holding the other's value or null."""
+    w = create(tmp_path, "ids-apart", golden=False)
+    w.tool_call(1, tool="sub_agent", server="", arguments={}, result="", is_error=False,
+                duration_s=0, child_session_id="child-2")  # fmt: skip
+    w.tool_call(1, tool="t", server="s", arguments={}, result="", is_error=False, duration_s=0,
+                call_id="c3")  # fmt: skip
+    w.message("user", "plain", 1)
+    w.close()
+    sub, native, plain = read_session(w.path).events
+    assert (sub["child_session_id"], "call_id" in sub) == ("child-2", False)
+    assert (native["call_id"], "child_session_id" in native) == ("c3", False)
+    assert "context" not in plain
+
+
+def test_the_events_stream_gets_each_line_as_the_log_has_it(tmp_path: Path) -> None:
+    """`--events` readers follow a run live: every record names its task and session and holds
+    the log's line itself, masked the same."""
+    stream_path = tmp_path / "events.jsonl"
+    stream = EventStream.open(str(stream_path))
+    w = SessionLogWriter.create(tmp_path, header("streamed", golden=False), REDACTOR, events=stream)
+    w.message("user", f"the key is {SECRET}", 0)
+    w.end("passed", "done", Totals())
+    stream.close()
+    log_lines = w.path.read_text(encoding="utf-8").splitlines()
+    records = [json.loads(line) for line in stream_path.read_text(encoding="utf-8").splitlines()]
+    assert [(r["task"], r["session_id"]) for r in records] == [("streamed", w.session_id)] * 3
+    assert [json.dumps(r["record"], ensure_ascii=False) for r in records] == log_lines
+    assert records[1]["record"]["content"] == f"the key is {MASK}"
+
+
+@contextlib.contextmanager
+def _ascii_locale() -> Iterator[None]:
+    """The C locale's ASCII as this process's locale encoding, as on a host without UTF-8."""
+    before = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")
+    try:
+        yield
+    finally:
+        locale.setlocale(locale.LC_CTYPE, before)
+
+
+def test_the_log_is_utf_8_whatever_the_locale(tmp_path: Path) -> None:
+    """The format says UTF-8 (readers open it so): a host whose locale is ASCII or Latin-1 must
+    not write the log in its own encoding."""
+    with _ascii_locale():
+        w = create(tmp_path, "locale", golden=False)
+        w.message("user", "café ✓", 0)
+        w.close()
+    assert read_session(w.path).events[0]["content"] == "café ✓"
+
+
+def test_a_value_json_has_no_form_for_is_written_as_its_text_and_masked(tmp_path: Path) -> None:
+    """Fields such as tool arguments or network details take any value: one JSON cannot hold is
+    logged as its text, not a crash, and a secret in that text is masked like any other."""
+    w = create(tmp_path, "not-json", golden=False)
+    w.tool_call(1, tool="t", server="s", arguments={"path": Path("src/app.py")}, result="",
+                is_error=False, duration_s=0)  # fmt: skip
+    w.network(turn=1, host="h", rule=Path("keys") / SECRET)
+    w.close()
+    call, connection = read_session(w.path).events
+    assert call["arguments"] == {"path": "src/app.py"}
+    assert connection["rule"] == f"keys/{MASK}"
+    assert SECRET not in w.path.read_text(encoding="utf-8")
