@@ -226,3 +226,15 @@ def test_stray_text_against_both_tags_is_named_whole_in_the_problem() -> None:
     [raw] = find_calls("<read_file>\n<path>a</path>junk</read_file>", PARAMS)
     assert raw.arguments == {"path": "a"}
     assert raw.problems == ["Text outside any parameter tag: 'junk'."]
+
+
+def test_a_search_remembered_for_one_tool_does_not_answer_another_tools_parameter() -> None:
+    """read_file's `</path>` followed by its own tag or close is found nowhere; write_to_file's
+    is (before `<content>`): its value keeps the `</path><b>` it holds."""
+    text = (
+        "<read_file>\n<path>a</path><x>y</x>\n</read_file>\n"
+        "<write_to_file>\n<path>x</path><b>bold</path>\n<content>c</content>\n</write_to_file>"
+    )
+    first, second = find_calls(text, PARAMS)
+    assert first.arguments == {"path": "a", "x": "y"}
+    assert (second.arguments, second.problems) == ({"path": "x</path><b>bold", "content": "c"}, [])
