@@ -206,3 +206,19 @@ def test_a_validation_message_is_cut_after_300_characters() -> None:
     with pytest.raises(CoercionError) as caught:
         coerce_arguments({"a": "x" * 287}, schema)
     assert caught.value.problems == ["<a>: " + message.format("x" * 287)[:300] + "..."]
+
+
+def test_an_unsupported_type_before_a_supported_one_leaves_the_next_to_try() -> None:
+    schema = {"type": "object", "properties": {"n": {"type": ["uuid", "integer"]}}}
+    assert coerce_arguments({"n": "5"}, schema) == {"n": 5}
+
+
+def test_a_remote_ref_reached_through_a_local_one_keeps_the_local_targets_own_keywords() -> None:
+    """`#/$defs/A` holds a `$ref` the runner cannot follow (a URL) beside `type: string`: the
+    slot is A's string, not the untyped value (a number) of the slot that pointed at it."""
+    schema = {
+        "type": "object",
+        "properties": {"n": {"$ref": "#/$defs/A"}},
+        "$defs": {"A": {"$ref": "https://example.com/a.json", "type": "string"}},
+    }
+    assert coerce_arguments({"n": "5"}, schema) == {"n": "5"}
