@@ -222,3 +222,24 @@ def test_a_remote_ref_reached_through_a_local_one_keeps_the_local_targets_own_ke
         "$defs": {"A": {"$ref": "https://example.com/a.json", "type": "string"}},
     }
     assert coerce_arguments({"n": "5"}, schema) == {"n": "5"}
+
+
+def _slot(ref: str, defs: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": {"n": {"$ref": ref}}, "$defs": defs}
+
+
+@pytest.mark.parametrize("name", ["S", "a/b", "c~d", "e~1f"])
+def test_a_local_ref_finds_its_target_by_the_pointers_escapes(name: str) -> None:
+    """`~1` is `/` and `~0` is `~` in a JSON pointer; found, the target's string keeps "5"."""
+    pointer = name.replace("~", "~0").replace("/", "~1")
+    schema = _slot(f"#/$defs/{pointer}", {name: {"type": "string"}})
+    assert coerce_arguments({"n": "5"}, schema) == {"n": "5"}
+
+
+def test_the_keywords_beside_a_ref_count_at_every_hop() -> None:
+    """A's own `type` beside its `$ref` to an untyped B: the value is A's string, not the
+    untyped number, which the validator would then refuse."""
+    schema = _slot(
+        "#/$defs/A", {"A": {"$ref": "#/$defs/B", "type": "string"}, "B": {"description": "any"}}
+    )
+    assert coerce_arguments({"n": "5"}, schema) == {"n": "5"}
