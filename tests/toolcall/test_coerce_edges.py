@@ -243,3 +243,19 @@ def test_the_keywords_beside_a_ref_count_at_every_hop() -> None:
         "#/$defs/A", {"A": {"$ref": "#/$defs/B", "type": "string"}, "B": {"description": "any"}}
     )
     assert coerce_arguments({"n": "5"}, schema) == {"n": "5"}
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "problem"),
+    [
+        ("array", "5", """expected a JSON array (like ["a", "b"]), got '5'"""),
+        ("object", "[1]", """expected a JSON object (like {"key": "value"}), got '[1]'"""),
+        ("array", "[1,", """expected a JSON array (like ["a", "b"]); Expecting value"""),
+    ],
+)
+def test_json_of_the_wrong_kind_or_broken_is_answered_with_an_example_of_the_right_one(
+    kind: str, text: str, problem: str
+) -> None:
+    with pytest.raises(CoercionError) as caught:
+        coerce_value(text, {"type": kind})
+    assert caught.value.problems == [problem]
