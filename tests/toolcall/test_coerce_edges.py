@@ -259,3 +259,22 @@ def test_json_of_the_wrong_kind_or_broken_is_answered_with_an_example_of_the_rig
     with pytest.raises(CoercionError) as caught:
         coerce_value(text, {"type": kind})
     assert caught.value.problems == [problem]
+
+
+def test_a_bound_after_an_annotation_is_still_checked() -> None:
+    """The quick check skips annotations, and must go on to the keywords after them."""
+    schema = {
+        "type": "object",
+        "properties": {"n": {"description": "at least ten", "type": "integer", "minimum": 10}},
+    }
+    with pytest.raises(CoercionError) as caught:
+        coerce_arguments({"n": "5"}, schema)
+    assert caught.value.problems == ["<n>: 5 is less than the minimum of 10"]
+
+
+def test_an_extra_argument_that_reads_like_a_schema_is_checked_against_its_own() -> None:
+    """An extra object argument of annotation keys only, against `additionalProperties` that
+    refuse any key: the value is checked against the schema, not the schema against it."""
+    schema = {"type": "object", "additionalProperties": {"type": "object", "maxProperties": 0}}
+    with pytest.raises(CoercionError):
+        coerce_arguments({"extra": '{"title": "x"}'}, schema)
