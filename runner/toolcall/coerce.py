@@ -402,8 +402,9 @@ def _schema_failures() -> tuple[type[Exception], ...]:
 
     exceptions = _jsonschema().exceptions
     # RecursionError: a schema whose `$ref` leads back into itself with nothing in between.
+    # AttributeError: `referencing` asks a list for its `$id` when a `$ref` points into one.
     failures = (exceptions.SchemaError, exceptions.UnknownType, Unresolvable, LookupError)
-    return (*failures, TypeError, RecursionError)
+    return (*failures, TypeError, RecursionError, AttributeError)
 
 
 def _first_problem(value: Any, branch: Any, root: Mapping[str, Any]) -> str | None:

@@ -278,3 +278,17 @@ def test_an_extra_argument_that_reads_like_a_schema_is_checked_against_its_own()
     schema = {"type": "object", "additionalProperties": {"type": "object", "maxProperties": 0}}
     with pytest.raises(CoercionError):
         coerce_arguments({"extra": '{"title": "x"}'}, schema)
+
+
+@pytest.mark.parametrize(
+    ("ref", "defs"),
+    [
+        ("#/$defs/missing/deeper", {}),  # the pointer runs past a key that is not there
+        ("#/$defs/L/0", {"L": [{"type": "integer"}]}),  # into a list: jsonschema cannot follow
+    ],
+)
+def test_a_ref_the_runner_cannot_follow_leaves_the_value_untyped_and_crashes_nothing(
+    ref: str, defs: dict[str, Any]
+) -> None:
+    """A server's schema is untrusted: the value goes to it as plain JSON, and it judges."""
+    assert coerce_arguments({"n": "5"}, _slot(ref, defs)) == {"n": 5}
