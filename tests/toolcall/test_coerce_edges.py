@@ -292,3 +292,11 @@ def test_a_ref_the_runner_cannot_follow_leaves_the_value_untyped_and_crashes_not
 ) -> None:
     """A server's schema is untrusted: the value goes to it as plain JSON, and it judges."""
     assert coerce_arguments({"n": "5"}, _slot(ref, defs)) == {"n": 5}
+
+
+def test_an_object_that_reads_like_a_schema_is_checked_against_its_branch() -> None:
+    """An anyOf branch that refuses any key, and an object of annotation keys only: the value
+    is checked against the branch, not the branch against it, and fits no form."""
+    schema = {"anyOf": [{"type": "object", "maxProperties": 0}]}
+    with pytest.raises(CoercionError):
+        coerce_value('{"title": "x"}', schema)
