@@ -300,3 +300,17 @@ def test_an_object_that_reads_like_a_schema_is_checked_against_its_branch() -> N
     schema = {"anyOf": [{"type": "object", "maxProperties": 0}]}
     with pytest.raises(CoercionError):
         coerce_value('{"title": "x"}', schema)
+
+
+def test_a_missing_required_argument_is_refused_when_the_others_are_named_like_keywords() -> None:
+    """Arguments named `description` and `type` (an issue tracker's tool, the kind of object
+    to file): the quick check reads them as arguments, never as a schema; `title` is still
+    required."""
+    schema = {
+        "type": "object",
+        "properties": {n: {"type": "string"} for n in ("title", "description", "type")},
+        "required": ["title"],
+    }
+    with pytest.raises(CoercionError) as caught:
+        coerce_arguments({"description": "d", "type": "object"}, schema)
+    assert caught.value.problems == ["arguments: 'title' is a required property"]
