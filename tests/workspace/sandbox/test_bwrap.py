@@ -13,11 +13,11 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import anyio
 import pytest
 
-from runner.workspace import Sandbox, confine, probe, run_shell
+from runner.workspace import Sandbox, probe
 from runner.workspace.sandbox.bwrap import masked_roots
+from tests.workspace.sandbox.test_probing import run_confined
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sandboxes")
 
@@ -32,17 +32,6 @@ def _bwrap() -> tuple[str, str]:
     found = probe("bwrap")
     assert found.backend == "bwrap", found.reason
     return "bwrap", found.executable
-
-
-def _run(sandbox: Sandbox, command: str, cwd: Path) -> str:
-    async def run() -> str:
-        with confine(sandbox):
-            ran = await run_shell(
-                command, cwd=cwd, env={"PATH": os.defpath}, input_bytes=b"", timeout_s=60
-            )
-        return ran.stdout + ran.stderr
-
-    return anyio.run(run)
 
 
 @pytest.fixture
@@ -130,7 +119,7 @@ def test_the_masked_folders_show_none_of_the_hosts_files_and_keep_none(
     command = (
         f"ls -A {folders}; for f in {folders}; do echo inside > $f/{marker}-in && echo wrote; done"
     )
-    output = _run(sandbox, command, tmp_path / "w")
+    output = run_confined(sandbox, command, tmp_path / "w")
     assert marker not in output.replace(f"{marker}-in", ""), output
     assert output.count("wrote") == len(host_files), output  # an empty tmpfs, writable
     assert not any(path.with_name(f"{marker}-in").exists() for path in host_files)
@@ -141,7 +130,7 @@ def test_a_hidden_home_under_a_masked_folder_shows_only_what_is_bound_back() -> 
     with tempfile.TemporaryDirectory(prefix="ar-t-", dir="/tmp") as folder:
         where = _layout(Path(folder).resolve())
         look = _LOOK.format(**where)
-        _check_layout(where, _run(_sandbox(where), look, where["work"]))
+        _check_layout(where, run_confined(_sandbox(where), look, where["work"]))
 
 
 @pytest.mark.parametrize("project", [True, False])
@@ -155,7 +144,7 @@ def test_a_hidden_home_outside_the_masked_folders_shows_only_what_is_bound_back(
     with tempfile.TemporaryDirectory(prefix=".ar-t-", dir=home) as folder:
         where = _layout(Path(folder).resolve())
         look = _LOOK.format(**where)
-        _check_layout(where, _run(_sandbox(where, project=project), look, where["work"]))
+        _check_layout(where, run_confined(_sandbox(where, project=project), look, where["work"]))
 
 
 @pytest.mark.parametrize("network", [False, True])
@@ -177,7 +166,7 @@ def test_the_network_is_there_only_when_it_is_on(tmp_path: Path, network: bool) 
             "except OSError as exc:\n"
             "    print('refused', exc)\n"
         )
-        output = _run(sandbox, f'python3 -c "{connect}"', tmp_path / "w")
+        output = run_confined(sandbox, f'python3 -c "{connect}"', tmp_path / "w")
     assert ("connected" in output) is network, output
 
 

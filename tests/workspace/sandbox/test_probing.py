@@ -60,7 +60,9 @@ def _listening(path: Path) -> Iterator[None]:
         yield
 
 
-def _run(sandbox: Sandbox, command: str, cwd: Path) -> str:
+def run_confined(sandbox: Sandbox, command: str, cwd: Path) -> str:
+    """`command`'s output, run by `run_shell` in `sandbox` (also used by test_bwrap.py)."""
+
     async def run() -> str:
         with confine(sandbox):
             ran = await run_shell(
@@ -92,7 +94,7 @@ def test_a_command_reaches_no_unix_socket_yet_keeps_socketpairs(base: Path, back
         readable=(base / "sock",),
     )
     with _listening(base / "sock" / "a.sock"):
-        output = _run(sandbox, f"python3 -c '{TRY_SOCKETS}' {base}/sock/a.sock", base / "w")
+        output = run_confined(sandbox, f"python3 -c '{TRY_SOCKETS}' {base}/sock/a.sock", base / "w")
     assert "beside refused 13" in output, output
     assert "inside refused 13" in output, output  # the cost: none of its own either
     assert "pair ok" in output and "tcp ok" in output, output
@@ -101,9 +103,9 @@ def test_a_command_reaches_no_unix_socket_yet_keeps_socketpairs(base: Path, back
 def test_tmp_is_the_tasks_own_and_lasts_between_its_commands(base: Path) -> None:
     template = _backend("bwrap")
     sandbox = Sandbox(template.backend, template.executable, base / "w", base / "scratch")
-    _run(sandbox, "echo kept > /tmp/note.txt", base / "w")
+    run_confined(sandbox, "echo kept > /tmp/note.txt", base / "w")
     assert (base / "scratch" / "tmp" / "note.txt").read_text(encoding="utf-8") == "kept\n"
-    assert "kept" in _run(sandbox, "cat /tmp/note.txt; ls /run | wc -l", base / "w")
+    assert "kept" in run_confined(sandbox, "cat /tmp/note.txt; ls /run | wc -l", base / "w")
     assert not Path("/tmp/note.txt").exists() or "kept" not in Path("/tmp/note.txt").read_text()
 
 
