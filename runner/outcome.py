@@ -255,6 +255,8 @@ class RunSummary:
     junit_path: Path | None = None
     min_pass_rate: float = 1.0
     """`--min-pass-rate`: the share of a repeated task's samples that must pass (DESIGN 22)."""
+    fleet: dict[str, Any] | None = None
+    """The fleet governor's figures and this shard's (DESIGN 25); None without a governor."""
 
     @property
     def tasks(self) -> int:

@@ -31,6 +31,7 @@ from pydantic_settings import (
 )
 
 from runner.errors import ConfigError
+from runner.fleet import GovernorSettings
 from runner.redact import SUBSTRING_LENGTH, looks_secret
 
 __all__ = [
@@ -215,7 +216,13 @@ class Settings(BaseSettings):
     jobs: int = Field(1, ge=1)
     """Tasks run at once."""
     max_cost_usd: float | None = Field(None, ge=0)
-    """Cost cap for the whole run."""
+    """Cost cap for the whole run (this process)."""
+    governor: GovernorSettings = GovernorSettings()
+    """One cost cap and shared rate limits for every shard of a run (docs/fleet.md)."""
+    governor_url: str | None = None
+    """`--governor-url` / AGENT_RUNNER_GOVERNOR_URL: the store, over `governor.url`."""
+    fleet_max_cost_usd: float | None = Field(None, gt=0)
+    """`--fleet-max-cost-usd`: the cap of every shard together, over `governor.max_cost_usd`."""
     mcp_startup_timeout_s: float = Field(30.0, gt=0)
     """Time an MCP server has to start and list its tools."""
     tool_timeout_s: float = Field(120.0, gt=0)

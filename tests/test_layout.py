@@ -33,6 +33,8 @@ LAYERS: list[set[str]] = [
         "runner.atomic",
         "runner.redact",
         "runner.outcome",
+        # The governor's config is part of the settings; the governor itself needs no more.
+        "fleet",
     },
 ]
 """From the top down; a module may import its own layer or a lower one. A wing is named by its

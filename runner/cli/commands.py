@@ -60,6 +60,8 @@ def settings_and_options(args: argparse.Namespace) -> tuple[Settings, RunOptions
         "jobs": getattr(args, "jobs", None),
         "out": args.out,
         "max_cost_usd": args.max_cost_usd,
+        "governor_url": args.governor_url,
+        "fleet_max_cost_usd": args.fleet_max_cost_usd,
         "log_level": args.log_level,
         "sandbox_mode": args.sandbox,
         "sandbox_backend": args.sandbox_backend,

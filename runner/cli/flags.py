@@ -44,6 +44,18 @@ def run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--junit", type=Path, metavar="PATH", help="JUnit XML report path")
     parser.add_argument("--max-cost-usd", type=float, metavar="X", help="cost cap for the run")
     parser.add_argument(
+        "--governor-url",
+        metavar="URL",
+        help="share one cost cap and rate limits with the run's other shards through this store"
+        " (redis://, rediss://, unix://, file://; docs/fleet.md)",
+    )
+    parser.add_argument(
+        "--fleet-max-cost-usd",
+        type=float,
+        metavar="X",
+        help="cost cap of every shard of the run together (needs a governor)",
+    )
+    parser.add_argument(
         "--output", choices=["text", "json"], default="text", help="console summary format"
     )
     parser.add_argument("--sandbox", choices=["auto", "required", "off"], help="mode of every task")

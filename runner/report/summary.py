@@ -26,6 +26,7 @@ __all__ = [
     "format_cost",
     "format_duration",
     "format_tokens",
+    "merge_fleet",
     "merge_summaries",
     "one_line",
     "summary_json",
@@ -167,6 +168,7 @@ def summary_json(summary: RunSummary) -> dict[str, Any]:
         "junit": display_path(summary.junit_path) if summary.junit_path else None,
         "tasks": [_task_json(o) for o in summary.outcomes],
         **_repeats_json(summary),
+        **({"fleet": summary.fleet} if summary.fleet is not None else {}),
     }
 
 
@@ -282,8 +284,33 @@ def merge_summaries(
         "tasks": tasks,
     }
     recombine_summary(merged, shards)  # samples of one task across shards: one verdict
+    fleet = merge_fleet(shards)
+    if fleet is not None:
+        merged["fleet"] = fleet
     write_text_atomic(out, json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
     return warnings
+
+
+def merge_fleet(shards: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The fleet's figures once, not once per shard (DESIGN 25): each shard wrote the whole
+    fleet's figures as they stood when it finished, so the latest (most calls) stands for the
+    run; the shards' own figures are listed under `shards`."""
+    entries = [s["fleet"] for s in shards if isinstance(s.get("fleet"), dict)]
+    if not entries:
+        return None
+    figures = [e["fleet"] for e in entries if isinstance(e.get("fleet"), dict)]
+    latest = max(figures, key=lambda f: (f.get("calls", 0), f.get("spent_usd", 0)), default=None)
+    first = entries[0]
+    return {
+        "run": _common([e.get("run") for e in entries]),
+        "store": _common([e.get("store") for e in entries]),
+        "mode": _common([e.get("mode") for e in entries]),
+        "on_error": first.get("on_error"),
+        "max_cost_usd": first.get("max_cost_usd"),
+        "fleet": latest,
+        "shards": [e.get("shard") for e in entries],
+        "warnings": [w for e in entries for w in e.get("warnings", [])],
+    }
 
 
 def _exit_code(value: int) -> ExitCode:

@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 from runner import __version__
 from runner.errors import ExitCode, RunnerError, worst_exit_code
+from runner.fleet import open_governor, use_governor
 from runner.outcome import RunSummary, TaskOutcome
 from runner.redact import Redactor, short_secret_warnings
 from runner.report import (
@@ -151,6 +152,13 @@ def _execute(
         progress=Progress.for_console(console.line, stream, options, settings.progress_interval_s),
     )
     ctx.run_budget.max_cost_usd = settings.max_cost_usd
+    ctx.governor = ctx.run_budget.governor = open_governor(
+        settings.governor,
+        env,
+        settings.governor_url,
+        settings.fleet_max_cost_usd,
+        console.diagnostic,
+    )
     annotate_run(run_id, redactor, console.diagnostic)
     results: dict[int, TaskOutcome] = {}
     watchdog.on_stuck = lambda sig: _write_stuck_reports(jobs, results, ctx, options, console, sig)
@@ -177,6 +185,7 @@ def _execute(
         out_dir=options.out,
         junit_path=junit,
         min_pass_rate=options.min_pass_rate,
+        fleet=ctx.fleet,
     )
     with watchdog.reporting():
         summary = _write_reports(summary, junit, redactor, console, options.result_file)
@@ -308,6 +317,7 @@ async def _run_all(
                 stop.set()
 
     loop = asyncio.get_running_loop()
+    use_governor(ctx.governor)  # the model calls of every task below go through it (DESIGN 25)
     tasks = [asyncio.create_task(one(i, job)) for i, job in enumerate(jobs)]
     _install_signal_handlers(watchdog, loop, ctx, stop, tasks)
     ended: list[BaseException | None] = []
@@ -317,6 +327,9 @@ async def _run_all(
         watchdog.detach()
         await _close_models(jobs)
         await close_agent_models(ctx)
+        if ctx.governor is not None:
+            ctx.fleet = await ctx.governor.report()
+            await ctx.governor.aclose()
     outcomes = []
     for index, job in enumerate(jobs):
         if index in results:

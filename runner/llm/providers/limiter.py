@@ -15,6 +15,9 @@ into the same wall. The gate makes what one task learns hold for all of them:
   per minute) does not hold the run back for good. The spell is long because finding out costs
   a 429, and with it a pause of every task.
 
+Across the processes of a run (shards) the fleet's governor does the same with a store
+(`governed`, DESIGN 25): a shared pause after a 429, shared request and token windows.
+
 Keyed by (provider, base URL): within one run each provider has one key, so this is "same
 provider and key". `retry.shared_limiter: false` turns it off (the benchmark's "without" row).
 """
@@ -23,15 +26,26 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import re
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime
 from typing import TypeVar
 
+from runner.fleet import current_governor
 from runner.llm.retry import CallError, CallTarget, Sleep, parse_retry_after
 from runner.settings import RetrySettings
 
-__all__ = ["RAISE_AFTER_S", "RateGate", "gate_for", "gated", "keep_slot"]
+__all__ = [
+    "RAISE_AFTER_S",
+    "RateGate",
+    "gate_for",
+    "gated",
+    "governed",
+    "keep_slot",
+    "reset_after",
+]
 
 T = TypeVar("T")
 RAISE_AFTER_S = 30.0
@@ -192,5 +206,78 @@ def gated(
             waited_own = failure is not None and failure.status == 429
             if not (ok and slot.kept):
                 slot.give_back(failure, ok=ok)
+
+    return attempt
+
+
+FLEET_PAUSE_S = 1.0
+"""The shared pause after a 429 that names no wait (no retry-after, no reset header)."""
+_DURATION = re.compile(
+    r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?"
+    r"(?:(\d+(?:\.\d+)?)ms)?"
+)
+_RESETS = (
+    "x-ratelimit-reset-requests",  # OpenAI: a duration, `1s`, `6m0s`, `20ms`
+    "x-ratelimit-reset-tokens",
+    "anthropic-ratelimit-requests-reset",  # Anthropic: an RFC 3339 time
+    "anthropic-ratelimit-tokens-reset",
+    "anthropic-ratelimit-input-tokens-reset",
+    "anthropic-ratelimit-output-tokens-reset",
+)
+
+
+def reset_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
+    """Seconds until the longest of the rate-limit reset headers OpenAI and Anthropic send."""
+    lowered = {key.lower(): value.strip() for key, value in headers.items()}
+    found: list[float] = []
+    for name in _RESETS:
+        value = lowered.get(name)
+        if not value:
+            continue
+        match = _DURATION.fullmatch(value)
+        if match and any(match.groups()):
+            h, m, s, ms = (float(part or 0) for part in match.groups())
+            found.append(h * 3600 + m * 60 + s + ms / 1000)
+            continue
+        try:
+            when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            continue
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        found.append(max(0.0, (when - (now or datetime.now(UTC))).total_seconds()))
+    return max(found) if found else None
+
+
+def governed(
+    call: Callable[[], Awaitable[T]],
+    target: CallTarget,
+    tokens: int,
+    used: Callable[[T], int],
+    policy: RetrySettings,
+) -> Callable[[], Awaitable[T]]:
+    """`call` let through the fleet's governor (DESIGN 25), when the run has one: each attempt
+    waits out the provider's shared pause and takes its place in the shared request and token
+    windows (`tokens`: the prompt estimate plus `max_tokens`); a 429 pauses every shard for its
+    retry-after or reset time (capped by `retry_after_cap_s`), and the reply's real token
+    count (`used`) replaces the estimate."""
+    governor = current_governor()
+    if governor is None:
+        return call
+
+    async def attempt() -> T:
+        admission = await governor.admit(target.provider, target.model, tokens)
+        try:
+            result = await call()
+        except CallError as error:
+            if error.kind == "status" and error.status == 429:
+                asked = parse_retry_after(error.headers)
+                if asked is None:
+                    asked = reset_after(error.headers)
+                wait = FLEET_PAUSE_S if asked is None else asked
+                await governor.rate_limited(target.provider, min(wait, policy.retry_after_cap_s))
+            raise
+        await governor.used(admission, used(result))
+        return result
 
     return attempt

@@ -7,8 +7,10 @@ from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 from runner.llm.base import Message, Reply, RetryEvent, Usage
+from runner.llm.inflight import CHARS_PER_TOKEN
+from runner.llm.models import max_output_tokens_for
 from runner.llm.native import NativeCall, NativeTools
-from runner.llm.providers.limiter import gate_for, gated
+from runner.llm.providers.limiter import gate_for, gated, governed
 from runner.llm.providers.preload import Preload
 from runner.llm.providers.streaming import Drains
 from runner.llm.retry import CallTarget, Sleep, call_with_retries
@@ -76,10 +78,19 @@ class SdkProvider(Generic[ClientT]):
         """Stream one reply; see `runner.llm.base.LLM`."""
         started = time.monotonic()
         await self._drains.settle()  # the last reply's connection back in the pool, if it can be
+        chars = len(system) + sum(message.chars for message in messages)
+        tokens = chars // CHARS_PER_TOKEN + max_output_tokens_for(self.model, self._settings)
         (text, usage, stop_reason, model, calls), retries = await call_with_retries(
-            # Through the run's rate gate for this provider and server (`limiter`).
+            # Through the run's rate gate for this provider and server, and the fleet's
+            # governor when shards share one (`limiter`).
             gated(
-                lambda: self._attempt(system, messages, tools),
+                governed(
+                    lambda: self._attempt(system, messages, tools),
+                    self._target,
+                    tokens,
+                    lambda attempt: attempt[1].total,
+                    self._settings.retry,
+                ),
                 gate_for(self._target, self._settings.retry),
                 self._sleep,
             ),

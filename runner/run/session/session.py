@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.errors import ExitCode, RunnerError
+from runner.fleet import Governor
 from runner.llm import (
     LLM,
     Message,
@@ -91,6 +92,10 @@ class RunContext:
     """Live progress lines on the console (runner.run.telemetry.progress); off by default."""
     events: EventStream | None = None
     """`--events`: where every session log's records are streamed too (sub-agents' as well)."""
+    governor: Governor | None = None
+    """The fleet's governor (DESIGN 25), also on `run_budget`; None: limits per process."""
+    fleet: dict[str, Any] | None = None
+    """The governor's figures at the end of the run, for summary.json."""
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,9 @@
 """A task's limits and what it has used (DESIGN section 7), below both the loop and compaction.
 
 `Budget.check` raises `LimitExceeded` when a limit leaves no room for another model call; the
-session ends such a task as budget_exceeded. `RunBudget` is the cost cap of the whole run.
+session ends such a task as budget_exceeded. `RunBudget` is the cost cap of the whole run, and
+holds the fleet's governor when shards share one (DESIGN 25): `fleet_reserve` before a call,
+`fleet_settle` after it.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal
 
+from runner.fleet import FleetCapReached, FleetGovernor
 from runner.llm import Usage
 
 __all__ = ["Budget", "LimitExceeded", "LimitKind", "RunBudget"]
@@ -34,6 +37,8 @@ class RunBudget:
     spent_usd: float = 0.0
     reserved_usd: float = 0.0
     """The estimates of the model calls under way (see `Budget.reservation`)."""
+    governor: FleetGovernor | None = None
+    """The fleet's governor (`--governor-url`): every shard's calls against one cap."""
 
 
 @dataclass
@@ -108,6 +113,26 @@ class Budget:
             self.run.reserved_usd -= estimate_usd
             for budget in holders:
                 budget.reserved_usd -= estimate_usd
+
+    async def fleet_reserve(self, estimate_usd: float) -> str | None:
+        """Hold `estimate_usd` of the fleet's cap (None: no governor).
+
+        Raises:
+            LimitExceeded: the fleet's cap has no room for this call (`run_cost`).
+            StoreDown: the governor's store is down and `on_error` is `fail`.
+        """
+        governor = self.run.governor
+        if governor is None:
+            return None
+        try:
+            return await governor.reserve(estimate_usd)
+        except FleetCapReached as refused:
+            raise LimitExceeded("run_cost", str(refused)) from None
+
+    async def fleet_settle(self, ticket: str | None, cost_usd: float) -> None:
+        """Replace the reservation `ticket` by the call's real cost."""
+        if ticket is not None and self.run.governor is not None:
+            await self.run.governor.settle(ticket, cost_usd)
 
     def cost_holders(self) -> Iterator[Budget]:
         """The budgets whose `max_cost_usd` a model call of this session counts against: its

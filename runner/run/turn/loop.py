@@ -233,16 +233,23 @@ async def _call_model(
     # Held against the run's cost cap while the call runs: prompt estimated, output at its max.
     estimate = cost_of(Usage(compactor.estimate(messages), budget.reserve_output_tokens))
     with budget.reservation(estimate):
+        ticket = await budget.fleet_reserve(estimate)  # the fleet's cap too (DESIGN 25)
+        cost = 0.0
         try:
-            with activity("model call"):
-                reply = await llm.complete(system, messages, on_retry=on_retry, **tools)
-        except ContextLengthError:
-            # The provider counted more than our estimate (or saw an overflow the server could
-            # not word): compact hard, to the window it may just have learned, and retry once.
-            await _follow_window(compactor, events)
-            await compactor.compact(messages, turn=budget.turns, force=True)
-            with activity("model call"):
-                reply = await llm.complete(system, messages, on_retry=on_retry, **tools)
+            try:
+                with activity("model call"):
+                    reply = await llm.complete(system, messages, on_retry=on_retry, **tools)
+            except ContextLengthError:
+                # The provider counted more than our estimate (or saw an overflow the server
+                # could not word): compact hard, to the window it may just have learned, and
+                # retry once.
+                await _follow_window(compactor, events)
+                await compactor.compact(messages, turn=budget.turns, force=True)
+                with activity("model call"):
+                    reply = await llm.complete(system, messages, on_retry=on_retry, **tools)
+            cost = cost_of(reply.usage)
+        finally:
+            await budget.fleet_settle(ticket, cost)
     await _follow_window(compactor, events)
     budget.turns = turn
     budget.charge(reply.usage, cost_of(reply.usage))

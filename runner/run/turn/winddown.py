@@ -125,6 +125,8 @@ class WindDown:
         run = self.budget.run
         if limit.kind == "run_cost":
             return False
+        if run.governor is not None and run.governor.max_cost_usd is not None:
+            return False  # it would go unreserved past the fleet's cap (DESIGN 25)
         return run.max_cost_usd is None or run.spent_usd < run.max_cost_usd
 
     def report_timeout_s(self) -> float:
