@@ -13,7 +13,7 @@ import contextlib
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, ResponseError
 
 from runner.fleet.config import StoreDown, safe_url
 from runner.fleet.state import EPSILON_S, Bucket
@@ -192,7 +192,7 @@ class RedisStore:
         except ValueError as error:
             raise StoreDown(f"governor url {self._url}: {error}") from None
         self._scripts = {
-            name: self._client.register_script(_PRELUDE + body)
+            name: self._client.register_script(_prelude() + body)
             for name, body in (
                 ("reserve", _RESERVE),
                 ("settle", _SETTLE),
@@ -207,6 +207,9 @@ class RedisStore:
     async def _run(self, name: str, run: str, *args: str | int | float) -> Any:
         try:
             return await self._scripts[name](args=[f"agent-runner:{{{run}}}:", *args])
+        except ResponseError as error:
+            # The server refused the script (an old Redis, a read-only replica, no scripting).
+            raise StoreDown(f"governor store {self._url}: the server refused: {error}") from None
         except (RedisError, OSError) as error:
             raise StoreDown(f"governor store {self._url}: {type(error).__name__}") from None
 
