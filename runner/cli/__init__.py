@@ -172,6 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_log(commands)
     _add_report(commands)
     _add_mcp(commands)
+    _add_fleet(commands)
     return parser
 
 
@@ -277,6 +278,45 @@ def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="keep full command outputs here (default: a temporary folder)",
     )
     workspace.set_defaults(handler=_mcp_workspace)
+
+
+def _add_fleet(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    fleet = commands.add_parser("fleet", help="the governor shared by a run's shards")
+    sub = fleet.add_subparsers(title="fleet commands", metavar="COMMAND")
+    status = sub.add_parser(
+        "status",
+        help="print a run's spend, reservations, shards, waits and 429s",
+        description="Read the figures of run RUN from the governor's store while it goes on "
+        "(docs/fleet.md).",
+    )
+    status.add_argument("run", metavar="RUN", help="the run key the shards share")
+    status.add_argument("--governor-url", metavar="URL", help="the store (default: the config's)")
+    status.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    common(status)
+    status.set_defaults(handler=_fleet_status)
+
+
+def _fleet_status(args: argparse.Namespace) -> int:
+    import json
+
+    from runner.fleet import read_status, status_line
+    from runner.settings import load_settings
+
+    settings = load_settings({"governor_url": args.governor_url}, config_file=args.config)
+    url = settings.governor_url or settings.governor.url
+    if url is None:
+        raise ConfigError(
+            "fleet status: no store: pass --governor-url, set AGENT_RUNNER_GOVERNOR_URL or "
+            "governor.url in the config"
+        )
+    figures = read_status(url, args.run, settings.governor.timeout_s)
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        print(f"run {figures['run']} on {figures['store']}: {status_line(figures)}")
+    if figures["shards"] == 0:
+        print(f"agent-runner: no shard has reported to run {args.run!r} yet", file=sys.stderr)
+    return ExitCode.OK
 
 
 def _validate(args: argparse.Namespace) -> int:

@@ -10,7 +10,9 @@ status`. Without a governor nothing here runs and every limit stays per process.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from runner.errors import ConfigError
 from runner.fleet.config import GovernorSettings, RateLimit, default_run_key, limits_for
@@ -41,7 +43,9 @@ __all__ = [
     "limits_for",
     "open_governor",
     "open_store",
+    "read_status",
     "run_key",
+    "status_line",
     "safe_url",
     "use_governor",
 ]
@@ -81,3 +85,35 @@ def open_governor(
         return None
     store = open_store(url, settings.timeout_s)
     return Governor(settings, store, url=url, run=run_key(settings, env), max_cost_usd=cap, say=say)
+
+
+def read_status(url: str, run: str, timeout_s: float = 5.0) -> dict[str, Any]:
+    """The figures of run `run` in the store at `url` now (`agent-runner fleet status`).
+    Raises ConfigError for `memory://` (nothing to read from outside), StoreDown when the store
+    cannot be reached."""
+    if url.startswith("memory:"):
+        raise ConfigError("fleet status: memory:// is one process's own store; name a shared one")
+
+    async def read() -> dict[str, Any]:
+        store = open_store(url, timeout_s)
+        try:
+            return await asyncio.wait_for(store.status(run), timeout_s)
+        except TimeoutError:
+            raise StoreDown(f"governor store {safe_url(url)}: no answer in time") from None
+        finally:
+            await store.aclose()
+
+    return {"run": run, "store": safe_url(url), **asyncio.run(read())}
+
+
+def status_line(figures: Mapping[str, Any]) -> str:
+    """One line of a run's figures (`read_status`, or summary.json's `fleet.fleet`)."""
+    cap = figures.get("max_cost_usd")
+    of = f" of ${float(cap):.2f}" if cap is not None else " (no cap)"
+    return (
+        f"${figures['spent_usd']:.4f} spent, ${figures['reserved_usd']:.4f} reserved by "
+        f"{figures['reservations']} call(s) under way{of}; {figures['shards']} shard(s); "
+        f"{figures['calls']} call(s), {figures['refused']} refused, {figures['expired']} "
+        f"reservation(s) expired; {figures['waits']} wait(s), {figures['wait_s']:.1f} s in all; "
+        f"{figures['rate_limited']} 429(s); paused {figures['paused_s']:.1f} s"
+    )

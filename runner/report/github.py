@@ -16,6 +16,7 @@ from pathlib import Path
 from secrets import token_hex
 
 from runner.errors import ExitCode
+from runner.fleet import status_line
 from runner.outcome import RunSummary, Status, TaskOutcome
 from runner.redact import SUBSTRING_LENGTH, Redactor
 from runner.report.repeats import verdicts
@@ -261,6 +262,25 @@ def _row(outcome: TaskOutcome, redactor: Redactor) -> str:
     return "| " + " | ".join(cells) + " |\n"
 
 
+def _fleet(summary: RunSummary, redactor: Redactor) -> str:
+    """The fleet governor's figures and this shard's (DESIGN 25), with its warnings."""
+    entry = summary.fleet
+    if not entry:
+        return ""
+    where = f"run {_code(redactor.text(str(entry['run'])))}, store {_code(str(entry['store']))}"
+    fleet = entry.get("fleet")
+    shown = status_line(fleet) if fleet else "figures unavailable"
+    mine = entry["shard"]
+    text = (
+        f"**Fleet** ({where}): {shown}.\n\nThis shard: {mine['calls']} call(s), "
+        f"{mine['refused']} refused, {format_cost(mine['spent_usd'])} spent, {mine['waits']} "
+        f"wait(s) ({mine['wait_s']:.1f} s), {mine['rate_limited']} 429(s).\n"
+    )
+    for warning in entry.get("warnings", []):
+        text += f"\n> [!WARNING]\n> {_cell(redactor.text(warning))}\n"
+    return text
+
+
 def step_summary_markdown(summary: RunSummary, redactor: Redactor, limit: int) -> str:
     """The step summary's markdown, at most `limit` bytes in UTF-8: rows that would pass the
     limit are left out, with a note saying how many and where to find them."""
@@ -309,6 +329,9 @@ def step_summary_markdown(summary: RunSummary, redactor: Redactor, limit: int) -
     if patches and used + len(patches.encode()) <= limit:
         text += "\n" + patches
         used += len(patches.encode())
+    fleet = _fleet(summary, redactor)
+    if fleet and used + len(fleet.encode()) <= limit:
+        text += "\n" + fleet
     left_out = len(ordered) - len(rows)
     if left_out:
         text += (
