@@ -12,7 +12,7 @@ import difflib
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
 import yaml
 from pydantic import (
@@ -430,6 +430,9 @@ def _explain_settings(exc: ValidationError, files: tuple[Path, ...]) -> str:
 def _known_settings(loc: tuple[str | int, ...]) -> list[str]:
     current: Any = Settings
     for part in loc:
+        if get_origin(current) is dict:  # a key of a mapping (`governor.limits.openai:*`)
+            current = get_args(current)[1]
+            continue
         fields = getattr(current, "model_fields", None)
         if not fields or part not in fields:
             return []

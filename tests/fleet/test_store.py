@@ -21,9 +21,7 @@ KINDS = ["memory", "file", "redis", "unix"]
 
 
 @pytest.fixture(params=KINDS)
-def make_store(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> Callable[[], Store]:
+def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Store]:
     """A factory of stores on one shared state (each call: a new client, as a new shard)."""
     kind = request.param
     if kind == "memory":
