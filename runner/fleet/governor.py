@@ -184,8 +184,8 @@ class Governor:
         return Admission(rid, tuple(globs))
 
     async def used(self, admission: Admission, tokens: int) -> None:
-        """The admitted request's reply says it used `tokens` in all."""
-        if admission.globs and any(self.settings.limits[g].tpm for g in admission.globs):
+        """The admitted request's reply says it used `tokens` in all (`state.tokens_used`)."""
+        if admission.globs:
             globs = list(admission.globs)
             await self._do(lambda store: store.tokens_used(self.run, admission.rid, globs, tokens))
 

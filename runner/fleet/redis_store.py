@@ -123,10 +123,13 @@ return '0'
 """
 
 _TOKENS = """
--- ARGV: prefix, rid, tokens, then the globs
+-- ARGV: prefix, rid, tokens, then the globs: the real count, and the request restamped now
 for i = 4, #ARGV do
   local tk = p .. 'tk:' .. ARGV[i]
-  if redis.call('HEXISTS', tk, ARGV[2]) == 1 then redis.call('HSET', tk, ARGV[2], ARGV[3]) end
+  if redis.call('HEXISTS', tk, ARGV[2]) == 1 then
+    redis.call('HSET', tk, ARGV[2], ARGV[3])
+    redis.call('ZADD', p .. 'rq:' .. ARGV[i], 'XX', 'GT', now, ARGV[2])
+  end
 end
 return 1
 """

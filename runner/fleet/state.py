@@ -146,11 +146,16 @@ def admit(
     return 0.0
 
 
-def tokens_used(state: dict[str, Any], rid: str, globs: list[str], tokens: int) -> None:
-    """A request's real token count replaces its estimate in its windows."""
+def tokens_used(
+    state: dict[str, Any], now: float, rid: str, globs: list[str], tokens: int
+) -> None:
+    """A request's reply is in: its real token count replaces its estimate in its windows, and
+    it counts from now on (the provider counted it from its arrival, which was after it was
+    admitted: restamped at the reply, it leaves our window no sooner than the provider's)."""
     for glob in globs:
         entry = state["windows"].get(glob, {}).get(rid)
         if entry is not None:
+            entry[0] = max(float(entry[0]), now)
             entry[1] = tokens
 
 

@@ -79,7 +79,7 @@ class _PythonStore:
         )
 
     async def tokens_used(self, run: str, rid: str, globs: list[str], tokens: int) -> None:
-        await self._do(run, lambda s, _: decide.tokens_used(s, rid, globs, tokens))
+        await self._do(run, lambda s, now: decide.tokens_used(s, now, rid, globs, tokens))
 
     async def pause(self, run: str, shard: str, scope: str, seconds: float) -> float:
         return await self._do(run, lambda s, now: decide.pause(s, now, shard, scope, seconds))
