@@ -154,10 +154,18 @@ class Compactor:
             if len(transcript) > room:
                 transcript = "[... the oldest part is left out ...]\n" + transcript[-room:]
         request = [Message("user", f"TASK:\n{messages[0].content}\n\nHISTORY:\n{transcript}")]
-        with activity("model call (compaction summary)"):
-            reply = await self._llm.complete(SUMMARY_PROMPT, request)
+        # Reserved against the fleet's cap like any model call (DESIGN 25; None: no governor).
+        worst = Usage(self.estimate(request), self._budget.reserve_output_tokens)
+        ticket = await self._budget.fleet_reserve(self._cost_of(worst))
+        cost = 0.0
+        try:
+            with activity("model call (compaction summary)"):
+                reply = await self._llm.complete(SUMMARY_PROMPT, request)
+            cost = self._cost_of(reply.usage)
+        finally:
+            await self._budget.fleet_settle(ticket, cost)
         # One counted model call: its tokens and cost go to the task's budget.
-        self._budget.charge(reply.usage, self._cost_of(reply.usage))
+        self._budget.charge(reply.usage, cost)
         summary = reply.text.strip()
         messages[1:cut] = [Message("assistant", f"Summary of the session so far:\n{summary}")]
         # Native results whose calls were summarised away go on as text (providers refuse them).
