@@ -13,6 +13,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
+from urllib.parse import unquote, urlsplit
 
 import yaml
 from pydantic import (
@@ -274,6 +275,12 @@ class Settings(BaseSettings):
             )
             if key is not None and key.get_secret_value()
         }
+        for where, url in (
+            ("--governor-url", self.governor_url),
+            ("governor.url", self.governor.url),
+        ):
+            if password := urlsplit(url or "").password:  # redis://:PASSWORD@host
+                found[f"the password in {where}"] = unquote(password)
         found.update(
             (f"${name}", value)
             for name, value in os.environ.items()

@@ -146,9 +146,7 @@ def admit(
     return 0.0
 
 
-def tokens_used(
-    state: dict[str, Any], now: float, rid: str, globs: list[str], tokens: int
-) -> None:
+def tokens_used(state: dict[str, Any], now: float, rid: str, globs: list[str], tokens: int) -> None:
     """A request's reply is in: its real token count replaces its estimate in its windows, and
     it counts from now on (the provider counted it from its arrival, which was after it was
     admitted: restamped at the reply, it leaves our window no sooner than the provider's)."""

@@ -176,3 +176,15 @@ def test_a_malformed_governor_block_is_named_with_its_place(
         load_settings()
     assert found in str(caught.value)
     assert "agent-runner.yaml:2:" in str(caught.value)
+
+
+def test_the_store_password_is_a_secret_the_reports_mask(
+    isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_RUNNER_GOVERNOR_URL", "rediss://default:s3cr%40t-pass@cache:6380/0")
+    (isolated / "agent-runner.yaml").write_text(
+        "governor:\n  url: redis://:other-secret-1@redis:6379/0\n", encoding="utf-8"
+    )
+    secrets = load_settings().secret_values()
+    assert "s3cr@t-pass" in secrets
+    assert "other-secret-1" in secrets
