@@ -193,6 +193,23 @@ def _merge_keeps_the_fleet_once(done: Mapping[str, Done], tmp_path: Path, spent:
     assert sum(s["spent_usd"] for s in fleet["shards"]) == pytest.approx(spent, abs=1e-6)
 
 
+def test_shards_on_one_host_share_a_cap_through_a_file_store(run_key: str, tmp_path: Path) -> None:
+    def answer(name: str, index: int) -> Step:
+        return complete("done", output_tokens=3000)
+
+    cap = 0.2
+    state = tmp_path / "fleet-state.json"
+    with FleetModelServer(answer) as server:
+        text = config(f"file://{state}", run_key, max_cost_usd=cap)
+        done = finish(start_shards(SHARDS[:3], server, tmp_path, lambda n: shard(n, 4, text)))
+        served = sum(cost_of(a.step) for a in server.arrivals)
+    spent = sum(d.summary()["totals"]["cost_usd"] for d in done.values())
+    assert spent <= cap + 1e-9 and served == pytest.approx(spent, abs=1e-6)
+    assert sorted(d.code for d in done.values())[-1] == 5  # 12 calls of $0.03 do not fit $0.20
+    figures = read_status(f"file://{state}", run_key)
+    assert (figures["shards"], figures["spent_usd"]) == (3, pytest.approx(spent, abs=1e-6))
+
+
 # --- shared request windows ---------------------------------------------------------------------
 
 RPM, WINDOW_S, CALLS = 8, 3.0, 4
