@@ -38,6 +38,8 @@ from tests.fakes.fleet_server import FleetModelServer, most_in_window
 from tests.fakes.model_server import Step, fault
 from tests.fakes.redis_server import RedisServer
 
+pytestmark = pytest.mark.slow  # 8 and 16 runner processes at a time
+
 MODEL = "openai:fleet-model"
 INPUT_USD, OUTPUT_USD = 1.0, 10.0
 """Per million tokens: a reply of 1,000 to 5,000 tokens costs $0.01 to $0.05 (and its 12
