@@ -16,11 +16,10 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError, ResponseError
 
 from runner.fleet.config import StoreDown, safe_url
-from runner.fleet.state import EPSILON_S, Bucket
+from runner.fleet.state import EPSILON_S, KEY_TTL_S, Bucket
 
 __all__ = ["RedisStore"]
 
-KEY_TTL_S = 7 * 24 * 3600
 
 _PRELUDE = """
 local p = ARGV[1]

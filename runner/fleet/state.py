@@ -26,6 +26,8 @@ __all__ = [
 Bucket = tuple[str, int, int, float]
 """One limit a request counts against: its glob, rpm (0: none), tpm (0: none), window in s."""
 
+KEY_TTL_S = 7 * 24 * 3600
+"""A run's state is dropped a week after its last decision (every store)."""
 EPSILON_S = 0.001
 """The least wait returned for a request that does not fit (a float that rounds to 0)."""
 

@@ -24,7 +24,7 @@ from urllib.parse import unquote, urlsplit
 from runner.errors import ConfigError
 from runner.fleet import state as decide
 from runner.fleet.config import StoreDown, safe_url
-from runner.fleet.state import Bucket
+from runner.fleet.state import KEY_TTL_S, Bucket
 
 __all__ = ["FileStore", "MemoryStore", "Store", "StoreDown", "open_store", "safe_url"]
 
@@ -125,7 +125,10 @@ class FileStore(_PythonStore):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             runs = self._read()
-            state = runs.setdefault(run, decide.new_state(time.time()))
+            now = time.time()
+            for old in [key for key, seen in runs.items() if _last_seen(seen) < now - KEY_TTL_S]:
+                del runs[old]  # as Redis expires a run's keys a week after its last decision
+            state = runs.setdefault(run, decide.new_state(now))
             yield state
             tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
             tmp.write_text(json.dumps(runs), encoding="utf-8")
@@ -155,6 +158,13 @@ class FileStore(_PythonStore):
 
         # The lock may be held by another process for a moment: never block the event loop.
         return await asyncio.to_thread(locked)
+
+
+def _last_seen(state: Any) -> float:
+    """When a shard last touched a run's state (its creation if none has)."""
+    if not isinstance(state, dict):
+        return 0.0
+    return max([float(state.get("created", 0.0)), *map(float, state.get("shards", {}).values())])
 
 
 def open_store(url: str, timeout_s: float = 5.0) -> Store:

@@ -5,6 +5,7 @@ than the cap together."""
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -175,3 +176,14 @@ def test_a_relative_file_url_is_refused() -> None:
 )
 def test_a_store_url_is_shown_without_its_password(url: str, shown: str) -> None:
     assert safe_url(url) == shown
+
+
+async def test_a_file_store_drops_runs_a_week_after_their_last_decision(tmp_path: Path) -> None:
+    path = tmp_path / "fleet.json"
+    store = open_store(f"file://{path}")
+    await store.settle("old", "a", "r1", 0.5)
+    state = json.loads(path.read_text(encoding="utf-8"))
+    state["old"]["created"] = state["old"]["shards"]["a"] = 1.0  # long ago
+    path.write_text(json.dumps(state), encoding="utf-8")
+    await store.settle("new", "a", "r1", 0.1)
+    assert set(json.loads(path.read_text(encoding="utf-8"))) == {"new"}
