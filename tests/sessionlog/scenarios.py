@@ -206,7 +206,7 @@ def all_events(out: Path, *, golden: bool) -> SessionLogWriter:
             grader="anthropic:claude-sonnet-4-5",
             passed=True,
             criteria=(
-                CriterionGrade("Names the failing test", True, (True, False, True), ("a", "b", "c")),
+                CriterionGrade("Names the test", True, (True, False, True), ("a", "b", "c")),
                 CriterionGrade(f"Hides {SECRET}", True, (True,) * 3, (f"no {SECRET}", "ok", "ok")),
             ),
             votes=3,
