@@ -401,3 +401,60 @@ def test_the_grader_sees_the_change_and_the_checks_output(
     # In place, the diff is against HEAD (the edit from before shows); in a worktree, against
     # the snapshot the task started from (it does not).
     assert ("an edit from before the task" in change) is (name == "in_place")
+
+
+BAD_RUBRICS = """\
+defaults:
+  extensions: {workspace: {enabled: false}}
+  model: openai:gpt-4.1
+tasks:
+  - name: no_criteria
+    prompt: p
+    success: {rubric: {criteria: [], grader: openai:gpt-4.1-mini}}
+  - name: blank_criterion
+    prompt: p
+    success: {rubric: {criteria: ["ok", "  "], grader: openai:gpt-4.1-mini}}
+  - name: no_grader
+    prompt: p
+    success: {rubric: {criteria: ["ok"]}}
+  - name: even_votes
+    prompt: p
+    success: {rubric: {criteria: ["ok"], grader: openai:gpt-4.1-mini, votes: 4}}
+  - name: too_many_votes
+    prompt: p
+    success: {rubric: {criteria: ["ok"], grader: openai:gpt-4.1-mini, votes: 11}}
+  - name: bad_share
+    prompt: p
+    success: {rubric: {criteria: ["ok"], grader: openai:gpt-4.1-mini, pass: 1.5}}
+  - name: unknown_provider
+    prompt: p
+    success: {rubric: {criteria: ["ok"], grader: opneai:gpt-4.1-mini}}
+  - name: self_graded
+    prompt: p
+    success: {rubric: {criteria: ["ok"], grader: gpt-4.1}}
+  - name: fine
+    prompt: p
+    success: {rubric: {criteria: ["ok"], grader: openai:gpt-4.1-mini, votes: 9, pass: 0.5}}
+"""
+
+
+def test_validate_checks_every_rubric_at_its_line(tmp_path: Path) -> None:
+    done = run_all({"validate": Scenario(task=BAD_RUBRICS, args=["validate", "t.yaml"])}, tmp_path)[
+        "validate"
+    ]
+    assert done.code == 2, done.explain()
+    errors = done.stderr
+    expected = [
+        ("7", "criteria", "at least 1 item"),
+        ("10", "criteria", "criterion 2 is empty"),
+        ("13", "grader", "required field is missing (add `grader:`)"),
+        ("16", "votes", "votes must be odd so that a majority decides: 3 or 5"),
+        ("19", "votes", "less than or equal to 9"),
+        ("22", "pass", "a fraction of the criteria"),
+        ("25", "grader", "unknown model provider 'opneai'"),
+        ("28", "grader", "allow_self_grading: true"),
+    ]
+    for line, key, message in expected:
+        found = [row for row in errors.splitlines() if f"t.yaml:{line}:" in row]
+        assert any(key in row and message in row for row in found), (line, errors)
+    assert "8 problem(s) found" in errors
