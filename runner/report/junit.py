@@ -133,7 +133,8 @@ def _failure_body(outcome: TaskOutcome) -> str:
         for criterion in grade.failed:
             passes = f"{sum(criterion.votes)} of {len(criterion.votes)} vote(s) passed it"
             lines.append(f"- {criterion.criterion} ({passes})")
-            lines += [f"  - {reason}" for reason in dict.fromkeys(criterion.reasons)]
+            failing = [r for r, v in zip(criterion.reasons, criterion.votes, strict=True) if not v]
+            lines += [f"  - {reason}" for reason in dict.fromkeys(failing)]
         return "\n".join(lines)
     if not outcome.check_output:
         return outcome.reason
