@@ -5,7 +5,14 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 
 from runner.mcp import ToolPolicy
 from runner.settings import SandboxSettings
@@ -153,6 +160,15 @@ class Success(_Strict):
     rubric: Rubric | None = None
     """Criteria a grader model judges the work by, after `require`, `expect` and `check` pass;
     a failed rubric goes back to the agent with the grader's reasons, within `retries`."""
+
+    @model_serializer(mode="wrap")
+    def _without_absent_rubric(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A task without a rubric is recorded as before rubrics existed: a resume compares the
+        # recorded task with the file's, and an older log must not read as drifted.
+        data: dict[str, Any] = handler(self)
+        if data.get("rubric", ...) is None:
+            del data["rubric"]
+        return data
 
 
 class FindingsSpec(_Strict):
