@@ -262,6 +262,7 @@ def test_a_failed_rubric_fails_the_task_and_junit_names_each_failed_criterion(
     for criterion, reason in zip(CRITERIA, ("sub() is not named", INVENTED), strict=True):
         assert f"- {criterion} (0 of 1 vote(s) passed it)\n  - {reason}" in body
     assert "rubric: failed, 0 of 2 criteria" in (done.testcase().findtext("system-out") or "")
+    assert f"| {CRITERIA[1]}: {INVENTED}" in done.stdout  # the console lists them too
 
 
 @needs_shared_junit

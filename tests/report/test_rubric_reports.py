@@ -6,7 +6,7 @@ import dataclasses
 
 from runner.errors import ExitCode
 from runner.outcome import CriterionGrade, Grade, TaskOutcome
-from runner.report import summary_json
+from runner.report import rubric_block, summary_json
 from runner.report.github import STEP_SUMMARY_LIMIT, step_summary_markdown
 from runner.report.junit import junit_text
 from tests.report.samples import REDACTOR, SECRET, outcome, summary_of
@@ -66,3 +66,12 @@ def test_the_step_summary_folds_a_table_of_the_criteria() -> None:
     assert "| Names \\| every function | ✅ ✓✗✓ | all |" in text
     # A failed criterion shows a failing vote's reason, escaped and masked.
     assert "| Claims nothing false | ❌ ✗✗✓ | invents &lt;b&gt;*** |" in text
+
+
+def test_the_console_lists_each_failed_criterion_under_the_tasks_line() -> None:
+    block = rubric_block(graded(), redactor=REDACTOR)
+    lines = block.splitlines()
+    assert "rubric (grader anthropic:claude-sonnet-4-5): 1 criteria failed" in lines[0]
+    assert lines[1].endswith("| Claims nothing false: invents <b>***")
+    assert len(lines) == 2 and SECRET not in block
+    assert rubric_block(outcome("plain", "failed", kind="check"), redactor=REDACTOR) == ""
