@@ -90,7 +90,7 @@ async def grade_result(
     llm = _grader(grading)
     change = await _change(grading)
     request = grader_request(
-        rubric.criteria,
+        [mask(criterion) for criterion in rubric.criteria],
         prompt=mask(grading.task.prompt),
         result=mask(result),
         change=None if change is None else mask(change),
