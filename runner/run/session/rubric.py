@@ -48,6 +48,8 @@ class GraderLimit(LimitExceeded):
     """A cost cap reached by the grader: the task ends budget_exceeded, and since its result is
     in, without the final report a limit otherwise asks for."""
 
+    final_report = False
+
 
 @dataclass
 class Grading:

@@ -44,7 +44,7 @@ from runner.run.session.child import run_child
 from runner.run.session.header import end_log, error_kind, session_header, tool_drift, totals_of
 from runner.run.session.judge import agent_failure_reason, judge_completion, judging_start
 from runner.run.session.requirements import GitState
-from runner.run.session.rubric import GraderLimit, Grading
+from runner.run.session.rubric import Grading
 from runner.run.session.tools import check_tool_patterns, task_system_prompt
 from runner.run.telemetry import Progress, traced_llm, traced_tools
 from runner.run.turn import (
@@ -413,12 +413,7 @@ async def _converse(
         state.completion = report or state.completion
         raise limit from None
     except LimitExceeded as limit:
-        # A limit the grader reached: the result is in, no final report is asked for.
-        report = (
-            None
-            if isinstance(limit, GraderLimit)
-            else await wind_down.final_report(limit, llm, system, messages, log, cost_of, ctx.say)
-        )
+        report = await wind_down.final_report(limit, llm, system, messages, log, cost_of, ctx.say)
         state.completion = report or state.completion
         raise
 
