@@ -11,7 +11,9 @@ from typing import Any, Literal
 from runner.errors import ExitCode
 
 __all__ = [
+    "CriterionGrade",
     "Finding",
+    "Grade",
     "RunSummary",
     "SEVERITIES",
     "SandboxRecord",
@@ -57,6 +59,68 @@ class Finding:
     def as_json(self) -> dict[str, Any]:
         """The finding as plain data (session log `finding` event, summary.json)."""
         return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class CriterionGrade:
+    """One criterion of a rubric over its votes (DESIGN 27)."""
+
+    criterion: str
+    passed: bool
+    """Most of its votes passed it."""
+    votes: tuple[bool, ...]
+    """Each vote's pass or fail, in order."""
+    reasons: tuple[str, ...]
+    """Each vote's reason, in order (masked)."""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "criterion": self.criterion,
+            "passed": self.passed,
+            "votes": list(self.votes),
+            "reasons": list(self.reasons),
+        }
+
+
+@dataclass(frozen=True)
+class Grade:
+    """A rubric's last grading of a task's result (DESIGN 27): the session log's `grade` event,
+    summary.json, JUnit, the step summary."""
+
+    grader: str
+    """`PROVIDER:MODEL` of the grader."""
+    passed: bool
+    criteria: tuple[CriterionGrade, ...]
+    votes: int
+    """Votes per criterion."""
+    pass_rule: str | float
+    """`all`, or the share of the criteria that must pass."""
+    attempt: int
+    """Which completion of the task this grades, from 1."""
+    cost_usd: float = 0.0
+    """What this grading cost (in the task's cost too)."""
+    total_cost_usd: float = 0.0
+    """What the grader cost over all the task's gradings so far."""
+    invalid_votes: int = 0
+    """Votes of this grading whose verdict stayed malformed (counted as failed)."""
+
+    @property
+    def failed(self) -> tuple[CriterionGrade, ...]:
+        """The criteria that did not pass."""
+        return tuple(c for c in self.criteria if not c.passed)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "grader": self.grader,
+            "passed": self.passed,
+            "votes": self.votes,
+            "pass": self.pass_rule,
+            "attempt": self.attempt,
+            "cost_usd": self.cost_usd,
+            "total_cost_usd": self.total_cost_usd,
+            "invalid_votes": self.invalid_votes,
+            "criteria": [criterion.as_json() for criterion in self.criteria],
+        }
 
 
 @dataclass(frozen=True)
@@ -207,7 +271,7 @@ class TaskOutcome:
     """The `attempt_completion` result, when the agent got that far."""
     kind: str = ""
     """A short machine-readable cause: `turns`/`tokens`/`cost`/`time`/`run_cost` for
-    budget_exceeded, `check`/`expect`/`requirement`/`agent`/`no_tool_call` for failed,
+    budget_exceeded, `check`/`expect`/`rubric`/`requirement`/`agent`/`no_tool_call` for failed,
     `provider`/`mcp`/`artifacts`/`config`/`internal` for error, `signal` for interrupted."""
     exit_code: ExitCode = ExitCode.OK
     """This task's own exit code (DESIGN section 2)."""
@@ -235,6 +299,8 @@ class TaskOutcome:
     """A sample of a repeated task (DESIGN 22): which one, from 1; 0 for a task run once."""
     of: int = 0
     """A sample of a repeated task: how many samples the task has; 0 for a task run once."""
+    grade: Grade | None = None
+    """A task with `success.rubric`: its last grading; None when it was never graded."""
 
     @property
     def label(self) -> str:

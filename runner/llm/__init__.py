@@ -16,7 +16,7 @@ from runner.llm.inflight import CHARS_PER_TOKEN, Activity, InFlight, activity, s
 from runner.llm.models import cost_usd, lookup_model, max_output_tokens_for
 from runner.llm.native import NativeCall, NativeResult, NativeTools, wire_name
 from runner.llm.providers import context_window_of
-from runner.llm.registry import create_llm, provider_names, spec_problem
+from runner.llm.registry import create_llm, provider_names, spec_problem, split_spec
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -40,6 +40,7 @@ __all__ = [
     "max_output_tokens_for",
     "provider_names",
     "spec_problem",
+    "split_spec",
     "streamed",
     "track",
     "wire_name",

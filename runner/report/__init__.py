@@ -12,6 +12,7 @@ from __future__ import annotations
 from runner.report.console import (
     check_output_block,
     final_table,
+    rubric_block,
     task_finished_line,
     task_started_line,
 )
@@ -66,6 +67,7 @@ __all__ = [
     "add_mask_lines",
     "config_error_annotations",
     "check_output_block",
+    "rubric_block",
     "error_annotation",
     "exit_code_of",
     "final_table",

@@ -23,6 +23,7 @@ from runner.report.summary import (
 __all__ = [
     "STATUS_LABELS",
     "check_output_block",
+    "rubric_block",
     "final_table",
     "task_finished_line",
     "task_started_line",
@@ -112,6 +113,20 @@ def task_finished_line(outcome: TaskOutcome, *, redactor: Redactor, color: bool 
     # Redact before colouring, so an escape code never splits a secret and hides it.
     line = redactor.text(line)
     return f"{_paint(f'{label:<{_LABEL_WIDTH}}', outcome.status, color)}  {line}"
+
+
+def rubric_block(outcome: TaskOutcome, *, redactor: Redactor) -> str:
+    """The criteria a failed rubric failed, each with a failing vote's reason, indented under
+    the task's line; "" for any other task."""
+    grade = outcome.grade
+    if outcome.kind != "rubric" or grade is None:
+        return ""
+    pad = " " * _LABEL_WIDTH
+    lines = [f"{pad}  rubric (grader {grade.grader}): {len(grade.failed)} criteria failed"]
+    for criterion in grade.failed:
+        reason = next(r for r, ok in zip(criterion.reasons, criterion.votes, strict=True) if not ok)
+        lines.append(f"{pad}  | {fit_reason(f'{criterion.criterion}: {reason}')}")
+    return redactor.text("\n".join(lines))
 
 
 def check_output_block(outcome: TaskOutcome, *, redactor: Redactor) -> str:

@@ -208,6 +208,33 @@ def _check_output_details(outcome: TaskOutcome, redactor: Redactor) -> str:
     )
 
 
+def _grade_details(outcome: TaskOutcome, redactor: Redactor) -> str:
+    """A folded table of a rubric's last grading (DESIGN 27): each criterion, its votes and a
+    reason (a failing vote's when it failed), or ""."""
+    grade = outcome.grade
+    if grade is None:
+        return ""
+    name = html.escape(redactor.text(outcome.label), quote=False)
+    verdict = "passed" if grade.passed else "failed"
+    passed = len(grade.criteria) - len(grade.failed)
+    rows = ""
+    for criterion in grade.criteria:
+        votes = "".join("✓" if vote else "✗" for vote in criterion.votes)
+        reasons = [r for r, v in zip(criterion.reasons, criterion.votes, strict=True) if v]
+        if not criterion.passed:
+            reasons = [r for r, v in zip(criterion.reasons, criterion.votes, strict=True) if not v]
+        mark = _ICONS["passed" if criterion.passed else "failed"]
+        cells = (_cell(redactor.text(criterion.criterion), 200), f"{mark} {votes}")
+        rows += f"| {cells[0]} | {cells[1]} | {_cell(redactor.text(reasons[0]), 300)} |\n"
+    return (
+        f"<details><summary>{name}: rubric {verdict}, {passed} of {len(grade.criteria)} "
+        f"criteria (grader {html.escape(redactor.text(grade.grader), quote=False)}, "
+        f"{format_cost(grade.total_cost_usd)})</summary>\n\n"
+        "| Criterion | Votes | Reason |\n| --- | --- | --- |\n"
+        f"{rows}\n</details>\n\n"
+    )
+
+
 def _patches(outcomes: list[TaskOutcome], redactor: Redactor) -> str:
     """The tasks' patches (`isolation: worktree`) as a list, or ""."""
     lines = [
@@ -315,7 +342,7 @@ def step_summary_markdown(summary: RunSummary, redactor: Redactor, limit: int) -
     text = head + "".join(rows) + foot
     details = ""
     for outcome in ordered[: len(rows)]:
-        block = _check_output_details(outcome, redactor)
+        block = _check_output_details(outcome, redactor) + _grade_details(outcome, redactor)
         if block and used + len(block.encode()) <= limit:
             details += block
             used += len(block.encode())

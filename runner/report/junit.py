@@ -101,6 +101,14 @@ def task_facts(outcome: TaskOutcome) -> list[str]:
         facts.append(f"patch: {display_path(outcome.patch)}")
     if outcome.worktree is not None:
         facts.append(f"worktree: {outcome.worktree}")
+    if outcome.grade is not None:
+        grade = outcome.grade
+        passed = len(grade.criteria) - len(grade.failed)
+        facts.append(
+            f"rubric: {'passed' if grade.passed else 'failed'}, {passed} of {len(grade.criteria)} "
+            f"criteria (grader {grade.grader}, {grade.votes} vote(s), grader cost "
+            f"{format_cost(grade.total_cost_usd)})"
+        )
     if outcome.findings is not None:
         counts = finding_counts(outcome.findings)
         facts.append("findings: " + ", ".join(f"{n} {level}" for level, n in counts.items()))
@@ -117,7 +125,17 @@ def _message(outcome: TaskOutcome) -> str:
 
 
 def _failure_body(outcome: TaskOutcome) -> str:
-    """The reason, then the end of a failed check's output: the cause is usually in there."""
+    """The reason, then the end of a failed check's output (the cause is usually in there), or
+    each criterion a rubric failed with its votes' reasons."""
+    grade = outcome.grade
+    if outcome.kind == "rubric" and grade is not None:
+        lines = [outcome.reason, "", f"failed criteria (grader {grade.grader}):"]
+        for criterion in grade.failed:
+            passes = f"{sum(criterion.votes)} of {len(criterion.votes)} vote(s) passed it"
+            lines.append(f"- {criterion.criterion} ({passes})")
+            failing = [r for r, v in zip(criterion.reasons, criterion.votes, strict=True) if not v]
+            lines += [f"  - {reason}" for reason in dict.fromkeys(failing)]
+        return "\n".join(lines)
     if not outcome.check_output:
         return outcome.reason
     return f"{outcome.reason}\n\ncheck output (last part):\n{outcome.check_output}"

@@ -139,6 +139,8 @@ def _task_json(outcome: TaskOutcome) -> dict[str, Any]:
         # A sample of a repeated task: its identity is (name, file, sample) (DESIGN 22).
         **({"sample": outcome.sample, "of": outcome.of} if outcome.of else {}),
         **_findings_json(outcome),
+        # `success.rubric` (DESIGN 27): the last grading, each criterion with its votes.
+        **({"grade": outcome.grade.as_json()} if outcome.grade is not None else {}),
     }
 
 

@@ -29,6 +29,7 @@ from runner.report import (
     findings_table,
     group_end,
     group_start,
+    rubric_block,
     summary_text,
     task_finished_line,
     task_started_line,
@@ -413,6 +414,7 @@ def _report_finished(
 ) -> None:
     line = task_finished_line(outcome, redactor=redactor)
     line += "\n" + check_output_block(outcome, redactor=redactor) if outcome.check_output else ""
+    line += "\n" + rubric_block(outcome, redactor=redactor) if outcome.kind == "rubric" else ""
     transcript = _transcript(outcome) if (github or verbose) else ""
     if not github:
         # `-q` keeps why a task did not pass: the final table has no reasons.

@@ -54,6 +54,7 @@ EVENT_TYPES = (
     "hook",
     "network",
     "finding",
+    "grade",
     "warning",
     "end",
 )

@@ -41,6 +41,8 @@ details{margin:.3rem 0}summary{cursor:pointer}
 .mark{padding:.2rem .5rem;margin:.3rem 0;border-left:4px solid #999;background:#fafafa}
 .retry{border-color:#d80}.compaction{border-color:#80d}.hook{border-color:#088}
 .warning{border-color:#d00}.meta{color:#777;font-size:.85em}.finding{border-color:#c60}
+.grade.passed{border-color:#0a5}.grade.failed{border-color:#b00}
+.grade td,.grade th{padding:.1rem .4rem;text-align:left;vertical-align:top}
 .child{margin-left:1.5rem;border-left:3px solid #05a;padding-left:.6rem}
 .st-passed{color:#0a5}.st-failed,.st-error,.st-budget_exceeded,.st-interrupted,.st-incomplete{color:#b00}
 """
@@ -312,6 +314,8 @@ def _event(
         return _mark("warning", f"warning: {event.get('message')}")
     if kind == "finding":
         return _finding(event)
+    if kind == "grade":
+        return _grade(event)
     if kind == "resume":
         messages = event.get("messages") or []
         body = "".join(
@@ -335,6 +339,26 @@ def _finding(event: dict[str, Any]) -> str:
     if event.get("suggestion") is not None:
         body += f"<div>suggested replacement:</div>{_pre(str(event.get('suggestion')))}"
     return _mark("finding", text, body)
+
+
+def _grade(event: dict[str, Any]) -> str:
+    """A rubric's grading (DESIGN 27): the verdict, then each criterion with every vote."""
+    criteria = [c for c in event.get("criteria") or [] if isinstance(c, dict)]
+    passed = sum(1 for c in criteria if c.get("passed"))
+    verdict = "passed" if event.get("passed") else "failed"
+    text = (
+        f"rubric {verdict} (attempt {event.get('attempt')}): {passed} of {len(criteria)} "
+        f"criteria, grader {event.get('grader')}, {event.get('votes')} vote(s), "
+        f"{_money(event.get('cost_usd'))}"
+    )
+    rows = "".join(
+        f"<tr><td>{_e(c.get('criterion'))}</td><td>{'pass' if c.get('passed') else 'FAIL'}</td>"
+        f"<td>{_e(' '.join('pass' if v else 'fail' for v in c.get('votes') or []))}</td>"
+        f"<td>{'<br>'.join(_e(r) for r in c.get('reasons') or [])}</td></tr>"
+        for c in criteria
+    )
+    head = "<tr><th>criterion</th><th>verdict</th><th>votes</th><th>reasons</th></tr>"
+    return _mark(f"grade {verdict}", text, f"<table>{head}{rows}</table>")
 
 
 def _findings_count(record: SessionRecord) -> str:

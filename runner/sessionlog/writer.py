@@ -15,7 +15,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, Literal
 
-from runner.outcome import Finding, Status, Totals
+from runner.outcome import Finding, Grade, Status, Totals
 from runner.redact import Redactor
 from runner.sessionlog.events import EventStream
 from runner.sessionlog.files import save_prompt, spill
@@ -332,6 +332,10 @@ class SessionLogWriter:
     def finding(self, finding: Finding, turn: int) -> None:
         """One accepted `report_finding` call (DESIGN 21), as the reports will show it."""
         self._event("finding", turn=turn, **finding.as_json())
+
+    def grade(self, grade: Grade, turn: int) -> None:
+        """A rubric graded a result (DESIGN 27): every criterion with each vote and reason."""
+        self._event("grade", turn=turn, **grade.as_json())
 
     def warning(self, message: str) -> None:
         """Something the operator should know that did not stop the session (e.g. resume drift)."""

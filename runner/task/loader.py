@@ -244,6 +244,9 @@ class _Loader:
         extensions, secrets = self._extensions(path, located, at, spec, workdir)
         if spec.model and (bad := spec_problem(spec.model)):
             self.problem(path, located, _own(at, raw, ("model",)), *bad)
+        rubric = spec.success.rubric
+        if rubric is not None and (bad := spec_problem(rubric.grader)):
+            self.problem(path, located, _own(at, raw, ("success", "rubric", "grader")), *bad)
         for miss in static_unmatched(spec.tools, extensions):
             where = _own(at, raw, ("tools", miss.field, miss.index))
             self.problem(path, located, where, miss.message, miss.hint)

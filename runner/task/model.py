@@ -5,7 +5,14 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 
 from runner.mcp import ToolPolicy
 from runner.settings import SandboxSettings
@@ -19,6 +26,7 @@ __all__ = [
     "FindingsSpec",
     "Limits",
     "Require",
+    "Rubric",
     "Success",
     "SuiteSpec",
     "TaskSpec",
@@ -90,19 +98,77 @@ class Require(_Strict):
     """Not one tool call may have been refused by the tool policy."""
 
 
+class Rubric(_Strict):
+    """`success.rubric` (DESIGN 27): criteria a grader model judges the completed work by."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, serialize_by_alias=True)
+
+    criteria: list[str] = Field(min_length=1, max_length=50)
+    """What the work must satisfy, one statement each; each is judged pass or fail."""
+    grader: str = Field(min_length=1)
+    """`PROVIDER:MODEL` of the grader; another model than the task's own."""
+    votes: int = Field(1, ge=1, le=9)
+    """Grades per criterion (odd); the majority counts."""
+    pass_: Literal["all"] | float = Field("all", alias="pass")
+    """`all`: every criterion must pass; a fraction (0 < f <= 1): that share of them."""
+    max_cost_usd: float | None = Field(None, gt=0)
+    """The most the grader may cost over the task (all its gradings); reaching it ends the task
+    as budget_exceeded."""
+    allow_self_grading: bool = False
+    """Let `grader` be the task's own model (refused by default: a model grading itself)."""
+
+    @field_validator("criteria")
+    @classmethod
+    def _criteria_text(cls, value: list[str]) -> list[str]:
+        stripped = [text.strip() for text in value]
+        for index, text in enumerate(stripped):
+            if not text:
+                raise ValueError(f"criterion {index + 1} is empty: write what the work must do")
+        return stripped
+
+    @field_validator("votes")
+    @classmethod
+    def _odd(cls, value: int) -> int:
+        if value % 2 == 0:
+            raise ValueError(
+                f"votes must be odd so that a majority decides: {value - 1} or {value + 1}"
+            )
+        return value
+
+    @field_validator("pass_")
+    @classmethod
+    def _fraction(cls, value: str | float) -> str | float:
+        if isinstance(value, float) and not 0 < value <= 1:
+            raise ValueError("a fraction of the criteria from 0 (excluded) to 1, or `all`")
+        return value
+
+
 class Success(_Strict):
     """How a completed task is judged."""
 
     check: str | None = None
     """Shell command run in the workdir after completion; exit 0 = pass."""
     retries: int = Field(0, ge=0, le=20)
-    """Times a failed check's output is sent back to the agent to repair."""
+    """Times a failed check's output (or a failed rubric's reasons) is sent back to the agent
+    to repair."""
     check_timeout: Duration = 600.0
     """Time limit of the check command."""
     expect: Expect | None = None
     """Checks on the completion result."""
     require: Require = Require()
     """What the agent must have done; a miss fails the task as `requirement`, with no retry."""
+    rubric: Rubric | None = None
+    """Criteria a grader model judges the work by, after `require`, `expect` and `check` pass;
+    a failed rubric goes back to the agent with the grader's reasons, within `retries`."""
+
+    @model_serializer(mode="wrap")
+    def _without_absent_rubric(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A task without a rubric is recorded as before rubrics existed: a resume compares the
+        # recorded task with the file's, and an older log must not read as drifted.
+        data: dict[str, Any] = handler(self)
+        if data.get("rubric", ...) is None:
+            del data["rubric"]
+        return data
 
 
 class FindingsSpec(_Strict):

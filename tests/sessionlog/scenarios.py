@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from runner.outcome import Finding, Totals
+from runner.outcome import CriterionGrade, Finding, Grade, Totals
 from runner.redact import Redactor
 from runner.sessionlog import Header, SessionLogWriter
 from runner.toolcall.spec import ToolSpec
@@ -201,6 +201,22 @@ def all_events(out: Path, *, golden: bool) -> SessionLogWriter:
     )
     w.check(f"pytest -q --token {SECRET}", 1, f"1 failed: token {SECRET}", 1)
     w.check("pytest -q", 0, "".join(f"test_{i} PASSED\n" for i in range(20)), 2)
+    w.grade(
+        Grade(
+            grader="anthropic:claude-sonnet-4-5",
+            passed=True,
+            criteria=(
+                CriterionGrade("Names the test", True, (True, False, True), ("a", "b", "c")),
+                CriterionGrade(f"Hides {SECRET}", True, (True,) * 3, (f"no {SECRET}", "ok", "ok")),
+            ),
+            votes=3,
+            pass_rule="all",
+            attempt=2,
+            cost_usd=0.002,
+            total_cost_usd=0.003,
+        ),
+        2,
+    )
     w.hook(
         event="session_end",
         tool=None,

@@ -100,6 +100,15 @@ PARENT: list[dict[str, Any]] = [
         "message": H,
         "suggestion": H,
     },
+    {
+        "type": "grade",
+        "grader": H,
+        "passed": H,
+        "votes": H,
+        "attempt": H,
+        "cost_usd": H,
+        "criteria": [{"criterion": H, "passed": H, "votes": [H, False], "reasons": [H, H]}, H],
+    },
     {"type": "resume", "parent_id": H, "messages": [{"role": H, "content": H}]},
     {"type": H, "payload": H},
     {

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from runner.errors import ConfigError, ExitCode, Problem, RunnerError
+from runner.run.plan.jobs import self_grading_problem
 from runner.run.plan.loading import load_for_validate, load_selected_tasks, section_problems
 from runner.settings import Settings, environ, load_settings
 from runner.task import Task
@@ -22,6 +23,10 @@ def validate(paths: Sequence[str], params: Mapping[str, str], config: Path | Non
     tasks, problems = load_for_validate(paths, params, settings)
     for task in tasks:
         problems += section_problems(task, settings)
+        model = task.spec.model or settings.model
+        if model and (grading := self_grading_problem(task, model, settings)):
+            line, column = task.where(("success", "rubric", "grader")) if task.where else (1, 1)
+            problems.append(f"{task.file}:{line}:{column}: {grading}")
     if not problems:
         # The agents' allowlists need the servers started: only for tasks that are otherwise fine.
         found = [p for task in tasks if task.spec.agents for p in agent_problems(task, settings)]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.errors import ConfigError, ExitCode
-from runner.llm import LLM
+from runner.llm import LLM, split_spec
 from runner.outcome import Status, TaskOutcome
 from runner.run.plan.loading import check_sections
 from runner.run.plan.overrides import TaskOverrides
@@ -21,7 +21,7 @@ from runner.run.turn import with_tool_mode
 from runner.settings import Settings
 from runner.task import Task
 
-__all__ = ["Job", "RunOptions", "prepare_jobs"]
+__all__ = ["Job", "RunOptions", "prepare_jobs", "self_grading_problem"]
 
 
 @dataclass(frozen=True)
@@ -123,6 +123,8 @@ def prepare_jobs(tasks: list[Task], settings: Settings, model: str | None) -> li
                 "PROVIDER:MODEL, set `model:` in the task, or AGENT_RUNNER_MODEL"
             )
         check_sections(task, settings)
+        if problem := self_grading_problem(task, spec, settings):
+            raise ConfigError(f"{task.file}:{task.line}: {problem}")
         llm = shared.get(spec) or create_llm(spec, settings)
         if getattr(llm, "shareable", False):
             # One client (TLS context, connection pool) for every task on this model, instead of
@@ -131,3 +133,24 @@ def prepare_jobs(tasks: list[Task], settings: Settings, model: str | None) -> li
         # The task in the mode it runs in: `auto` and --tool-mode resolved (DESIGN 16).
         jobs.append(Job(with_tool_mode(task, llm, settings), llm))
     return jobs
+
+
+def self_grading_problem(task: Task, model: str, settings: Settings) -> str | None:
+    """Why the task's rubric may not be graded by `grader` (its own model, DESIGN 27), or None."""
+    rubric = task.spec.success.rubric
+    if rubric is None or rubric.allow_self_grading:
+        return None
+    if _provider_model(rubric.grader, settings) != _provider_model(model, settings):
+        return None
+    return (
+        f"task {task.name!r}: success.rubric.grader {rubric.grader} is the task's own model "
+        f"({model}), which would grade its own work: name another model as the grader, or set "
+        "`success.rubric.allow_self_grading: true`"
+    )
+
+
+def _provider_model(spec: str, settings: Settings) -> tuple[str, str]:
+    try:
+        return split_spec(spec, settings)
+    except ConfigError:  # a bare name whose provider cannot be told: compared as written
+        return "", spec.strip()

@@ -2,10 +2,10 @@
 
 `session` runs a task: its servers, its system prompt and tools (`tools`), the log it opens with
 (`header`), the loop, the judgement of a completion (`judge`: `requirements`, the stop hooks,
-`checks`), the outcome. `child` is one sub-agent's session, built from the same parts and handed
-to the sub-agents' executor as its `ChildRunner`. Where the files are: `checkout` (relative to
-the checkout, for a resume elsewhere), `isolation` and `worktree` (a task in a git worktree of
-its own, its change a patch).
+`checks`, and last a grader model's `rubric`), the outcome. `child` is one sub-agent's session,
+built from the same parts and handed to the sub-agents' executor as its `ChildRunner`. Where the
+files are: `checkout` (relative to the checkout, for a resume elsewhere), `isolation` and
+`worktree` (a task in a git worktree of its own, its change a patch).
 """
 
 from __future__ import annotations

@@ -25,11 +25,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.run.session.gitsafe import GitFolder, Shadow, git_env, record_folder, run_git
+from runner.run.session.gitsafe import (
+    GitError,
+    GitFolder,
+    Shadow,
+    git_env,
+    record_folder,
+    run_git,
+)
 from runner.run.turn import Budget
 from runner.task import Require
 
-__all__ = ["GitState", "git_state", "requirement_problem"]
+__all__ = ["GitState", "change_diff", "git_state", "requirement_problem"]
 
 _INDEX_LIMIT = 512 * 1024 * 1024
 """A repository's index larger than this is not copied: the fingerprint then hashes every file."""
@@ -45,6 +52,8 @@ class GitState:
     """The git folder recorded with the baseline; the state at the end reads it, not `.git`."""
     index: bytes = field(default=b"", repr=False, compare=False)
     """The shadow's index after the baseline: its file times let git hash only what changed."""
+    head: str = ""
+    """The commit HEAD pointed at ("" when it had none)."""
 
 
 async def git_state(
@@ -78,7 +87,30 @@ async def git_state(
     if tree.startswith("error: "):
         return GitState(error=tree.removeprefix("error: "), folder=folder)
     digest = hashlib.sha256(f"{head or '(no HEAD)'} {tree}".encode())
-    return GitState(digest=digest.hexdigest(), folder=folder, index=index)
+    return GitState(digest=digest.hexdigest(), folder=folder, index=index, head=head)
+
+
+async def change_diff(
+    workdir: Path, env: Mapping[str, str], before: GitState, base: str = ""
+) -> str:
+    """What the workdir's files differ by from `base` (default: HEAD at the start), new files
+    included, as a unified diff ("" without a baseline commit); git runs as `git_state` runs it
+    (the recorded folder, a shadow with no repository config). Raises GitError when it fails."""
+    folder = before.folder
+    base = base or before.head
+    if folder is None or not base:
+        return ""
+    # No index is seeded: the baseline's names blobs of a shadow that is gone, and the
+    # repository's is the agent's to write by now. Every file of the workdir is hashed.
+    shadow = Shadow(folder, folder.top, base, keep_objects=False)
+    try:
+        if problem := await shadow.add(env, ".", cwd=workdir):
+            raise GitError(f"git add failed in {workdir}: {problem}")
+        args = ("diff", "--cached", "--no-ext-diff", "--no-textconv", "--no-color", base, "--", ".")
+        out = await shadow.must(env, *args, cwd=workdir)
+    finally:
+        shadow.close()
+    return out.decode("utf-8", errors="replace")
 
 
 def _read_index(path: Path) -> bytes:

@@ -43,8 +43,9 @@ from runner.run.guard import (
 from runner.run.session.checks import structured_result
 from runner.run.session.child import run_child
 from runner.run.session.header import end_log, error_kind, session_header, tool_drift, totals_of
-from runner.run.session.judge import agent_failure_reason, judge_completion
-from runner.run.session.requirements import GitState, git_state
+from runner.run.session.judge import agent_failure_reason, judge_completion, judging_start
+from runner.run.session.requirements import GitState
+from runner.run.session.rubric import Grading
 from runner.run.session.tools import check_tool_patterns, task_system_prompt
 from runner.run.telemetry import Progress, traced_llm, traced_tools
 from runner.run.turn import (
@@ -139,6 +140,8 @@ class _State:
     """What confines the task's commands (runner.run.guard.sandboxing)."""
     findings: FindingSink = field(default_factory=lambda: FindingSink(None))
     """Session ids of the sub-agents the task started (runner.run.agents)."""
+    grading: Grading | None = None
+    """`success.rubric`: its grader's spending and last grade (runner.run.session.rubric)."""
 
 
 async def run_task(
@@ -218,6 +221,7 @@ async def _run_task(
         ),
         child_sessions=tuple(state.children),
         findings=state.findings.result(),
+        grade=state.grading.last if state.grading else None,
     )
 
 
@@ -349,8 +353,10 @@ async def _converse(
     attempts_left = success.retries
     offered = {t.name for t in tools}
     timeout = task.spec.limits.timeout
-    if success.require.changed_files:
-        state.git_before = await git_state(task.workdir, ctx.env)
+    mask = ctx.redactor.with_secrets(task.secrets).text
+    state.git_before, state.grading = await judging_start(
+        task, ctx.settings, ctx.models, log, state.budget, ctx.env, mask
+    )
     wind_down = WindDown(state.budget, timeout)
     executor = traced_tools(
         agent_executor(
@@ -380,13 +386,7 @@ async def _converse(
                     native=native,
                 )
                 if state.completion.status == "failure":
-                    return (
-                        "failed",
-                        "agent",
-                        agent_failure_reason(
-                            state.completion.result, ctx.redactor.with_secrets(task.secrets).text
-                        ),
-                    )
+                    return "failed", "agent", agent_failure_reason(state.completion.result, mask)
                 attempt = success.retries - attempts_left + 1
                 verdict = await judge_completion(
                     task,
@@ -398,7 +398,8 @@ async def _converse(
                     git_before=state.git_before,
                     attempt=attempt,
                     attempts_left=attempts_left,
-                    mask=ctx.redactor.with_secrets(task.secrets).text,
+                    mask=mask,
+                    grading=state.grading,
                 )
                 if verdict is None:
                     return "passed", "", "completed; checks passed"

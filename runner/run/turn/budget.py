@@ -24,6 +24,10 @@ LimitKind = Literal["turns", "tokens", "cost", "time", "run_cost"]
 class LimitExceeded(Exception):
     """A budget stopped the task; `kind` says which."""
 
+    final_report = True
+    """False when the task's result is in already (a limit a rubric's grader reached): no final
+    report is asked for."""
+
     def __init__(self, kind: LimitKind, detail: str) -> None:
         super().__init__(detail)
         self.kind: LimitKind = kind

@@ -123,7 +123,7 @@ class WindDown:
     def final_report_allowed(self, limit: LimitExceeded) -> bool:
         """Whether the last call may be made after `limit` stopped the task."""
         run = self.budget.run
-        if limit.kind == "run_cost":
+        if limit.kind == "run_cost" or not limit.final_report:
             return False
         if run.governor is not None and run.governor.max_cost_usd is not None:
             return False  # it would go unreserved past the fleet's cap (DESIGN 25)
