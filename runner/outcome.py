@@ -235,6 +235,9 @@ class TaskOutcome:
     """A sample of a repeated task (DESIGN 22): which one, from 1; 0 for a task run once."""
     of: int = 0
     """A sample of a repeated task: how many samples the task has; 0 for a task run once."""
+    mcp_auth: tuple[dict[str, Any], ...] = ()
+    """Which auth each MCP server with `auth:` used (DESIGN 26): type, issuer, scopes granted,
+    expiry, renewals; never a token."""
 
     @property
     def label(self) -> str:
