@@ -76,6 +76,7 @@ class Connection:
         self.tools: list[types.Tool] = []
         self.auth: AuthRecord | None = None
         """Which auth the server used (`auth:`), once its first token is obtained."""
+        self._server_auth: Any = None
         self._closing = anyio.Event()
         self._done = anyio.Event()
 
@@ -142,13 +143,11 @@ class Connection:
         if isinstance(found, AuthError):
             return StartFailure(f"auth ({auth.type}): {found}", config=found.kind == "config")
         refused = _find(exc, httpx2.HTTPStatusError)
-        if isinstance(refused, httpx2.HTTPStatusError) and refused.response.status_code in (
-            401,
-            403,
-        ):
+        status = refused.response.status_code if isinstance(refused, httpx2.HTTPStatusError) else 0
+        if status == 403 or status == 401 or getattr(self._server_auth, "refused", False):
             return StartFailure(
                 f"auth ({auth.type}): the server refused the token it was given (HTTP "
-                f"{refused.response.status_code}): check the token's scopes and audience",
+                f"{status or 401}): check the token's scopes and audience, and `auth:`",
                 config=True,
             )
         return None
@@ -323,7 +322,7 @@ class Connection:
                 cwd=self._workdir,
                 register=register_secrets,
             )
-            self.auth = server_auth.record
+            self.auth, self._server_auth = server_auth.record, server_auth
             auth = server_auth
         if cfg.type == "sse":
             return sse_client(cfg.uri, headers=dict(cfg.headers) or None, auth=auth)

@@ -57,6 +57,8 @@ class ServerAuth(httpx2.Auth):
         self._register = register
         self._token: Token | None = None
         self._lock = anyio.Lock()
+        self.refused = False
+        """The server answered 401 even to a fresh token: it does not accept what we send."""
 
     async def start(self) -> None:
         """Get the first token (before the transport connects)."""
@@ -92,7 +94,8 @@ class ServerAuth(httpx2.Auth):
         if response.status_code == 401:  # revoked or expired early: one retry, fresh token
             fresh = await self._renew(token)
             request.headers.update(fresh.headers)
-            yield request
+            response = yield request
+            self.refused = response.status_code == 401
 
 
 class _Bearer:
