@@ -42,6 +42,7 @@ from mcp.server.auth.middleware.auth_context import get_access_token  # noqa: E4
 from mcp.server.auth.provider import AccessToken  # noqa: E402
 from mcp.server.auth.settings import AuthSettings  # noqa: E402
 from mcp.server.mcpserver import MCPServer  # noqa: E402
+from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402
 from mcp.shared.auth_utils import check_resource_allowed  # noqa: E402
 
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
@@ -328,14 +329,15 @@ def mcp_app(world: World, issuer: str, base: str) -> Any:
     def echo_token() -> str:
         """Fail, quoting the caller's token (a server that echoes credentials)."""
         token = get_access_token()
-        raise ValueError(f"access denied for bearer {token.token if token else ''}")
+        raise ToolError(f"access denied for bearer {token.token if token else ''}")
 
     app = mcp.streamable_http_app() if transport == "streamable_http" else mcp.sse_app()
 
     async def logged(scope: Any, receive: Any, send: Any) -> None:
         async def watch(message: dict[str, Any]) -> None:
             if message.get("type") == "http.response.start" and message.get("status") == 401:
-                world.log(event="401", path=scope.get("path"))
+                sent = any(k.lower() == b"authorization" for k, _ in scope.get("headers", []))
+                world.log(event="401", path=scope.get("path"), with_token=sent)
             await send(message)
 
         await app(scope, receive, watch)
