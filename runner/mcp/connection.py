@@ -144,7 +144,7 @@ class Connection:
             return StartFailure(f"auth ({auth.type}): {found}", config=found.kind == "config")
         refused = _find(exc, httpx2.HTTPStatusError)
         status = refused.response.status_code if isinstance(refused, httpx2.HTTPStatusError) else 0
-        if status == 403 or status == 401 or getattr(self._server_auth, "refused", False):
+        if status in {401, 403} or getattr(self._server_auth, "refused", False):
             return StartFailure(
                 f"auth ({auth.type}): the server refused the token it was given (HTTP "
                 f"{status or 401}): check the token's scopes and audience, and `auth:`",

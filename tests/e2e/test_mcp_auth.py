@@ -23,7 +23,6 @@ import pytest
 from tests.e2e.conftest import Done, Scenario, call, clean_env, complete, reply, run_one
 from tests.mcp.auth.world import (
     CLIENT_SECRET,
-    KeyPair,
     World,
     key_pair,
     oauth_world,
@@ -77,7 +76,9 @@ def _assert_nothing_leaked(done: Done, values: list[str]) -> None:
     texts["report.html"] = page.read_text(encoding="utf-8")
     for path in done.out.rglob("*"):
         if path.is_file():
-            texts[str(path.relative_to(done.root))] = path.read_text(encoding="utf-8", errors="replace")
+            texts[str(path.relative_to(done.root))] = path.read_text(
+                encoding="utf-8", errors="replace"
+            )
     forms = {form for value in values for form in (value, json.dumps(value)[1:-1])}
     assert len(values) > 0
     leaks = [(name, form[:12]) for name, text in texts.items() for form in forms if form in text]
@@ -319,7 +320,11 @@ def test_a_token_that_expires_mid_task_is_renewed_before_it_is_refused(tmp_path:
 
 def test_a_server_echoing_the_token_in_an_error_is_masked(tmp_path: Path) -> None:
     with oauth_world(tmp_path / "world", clients=CLIENTS) as world:
-        auth = {"type": "client_credentials", "client_id": "cc-secret", "client_secret": CLIENT_SECRET}
+        auth = {
+            "type": "client_credentials",
+            "client_id": "cc-secret",
+            "client_secret": CLIENT_SECRET,
+        }
         done = _run(tmp_path / "run", world, auth, [reply(call("echo_token")), complete("ok")])
         secrets = world.secrets()
     assert done.code == 0, done.explain()
@@ -346,7 +351,11 @@ def test_a_wrong_secret_ends_the_run_with_exit_2_before_any_model_call(tmp_path:
 def test_an_unreachable_authorization_server_ends_the_run_with_exit_4(tmp_path: Path) -> None:
     dead = "http://127.0.0.1:9"  # discard: nothing answers there
     with oauth_world(tmp_path / "world", clients=CLIENTS, issuer=dead) as world:
-        auth = {"type": "client_credentials", "client_id": "cc-secret", "client_secret": CLIENT_SECRET}
+        auth = {
+            "type": "client_credentials",
+            "client_id": "cc-secret",
+            "client_secret": CLIENT_SECRET,
+        }
         done = _run(tmp_path / "run", world, auth, [complete("never")])
     assert done.code == 4, done.explain()
     assert done.requests == []
@@ -360,7 +369,11 @@ def test_metadata_offering_only_authorization_code_ends_the_run_with_exit_2(
     with oauth_world(
         tmp_path / "world", clients=CLIENTS, grants=["authorization_code", "refresh_token"]
     ) as world:
-        auth = {"type": "client_credentials", "client_id": "cc-secret", "client_secret": CLIENT_SECRET}
+        auth = {
+            "type": "client_credentials",
+            "client_id": "cc-secret",
+            "client_secret": CLIENT_SECRET,
+        }
         started = time.monotonic()
         done = _run(tmp_path / "run", world, auth, [complete("never")])
         took = time.monotonic() - started

@@ -29,21 +29,21 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 os.environ.setdefault("AUTHLIB_INSECURE_TRANSPORT", "1")  # http on 127.0.0.1 only
 
-import httpx2  # noqa: E402
-import uvicorn  # noqa: E402
-from authlib.oauth2.rfc6749 import AuthorizationServer, ClientMixin, OAuth2Request  # noqa: E402
-from authlib.oauth2.rfc6749.grants import ClientCredentialsGrant  # noqa: E402
-from authlib.oauth2.rfc6749.requests import BasicOAuth2Payload  # noqa: E402
-from authlib.oauth2.rfc6750 import BearerTokenGenerator  # noqa: E402
-from authlib.oauth2.rfc7523 import JWTBearerClientAssertion, JWTBearerGrant  # noqa: E402
-from authlib.oauth2.rfc7662 import IntrospectionEndpoint  # noqa: E402
-from authlib.oauth2.rfc8414 import AuthorizationServerMetadata  # noqa: E402
-from mcp.server.auth.middleware.auth_context import get_access_token  # noqa: E402
-from mcp.server.auth.provider import AccessToken  # noqa: E402
-from mcp.server.auth.settings import AuthSettings  # noqa: E402
-from mcp.server.mcpserver import MCPServer  # noqa: E402
-from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402
-from mcp.shared.auth_utils import check_resource_allowed  # noqa: E402
+import httpx2
+import uvicorn
+from authlib.oauth2.rfc6749 import AuthorizationServer, ClientMixin, OAuth2Request
+from authlib.oauth2.rfc6749.grants import ClientCredentialsGrant
+from authlib.oauth2.rfc6749.requests import BasicOAuth2Payload
+from authlib.oauth2.rfc6750 import BearerTokenGenerator
+from authlib.oauth2.rfc7523 import JWTBearerClientAssertion, JWTBearerGrant
+from authlib.oauth2.rfc7662 import IntrospectionEndpoint
+from authlib.oauth2.rfc8414 import AuthorizationServerMetadata
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.auth_utils import check_resource_allowed
 
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 RS_CLIENT, RS_SECRET = "resource-server", secrets.token_urlsafe(24)
@@ -128,7 +128,9 @@ class WsgiRequest(OAuth2Request):
 
 def build_as(world: World, issuer: str) -> tuple[AuthorizationServer, dict[str, Client]]:
     clients = {cid: Client(cid, spec) for cid, spec in world.config.get("clients", {}).items()}
-    clients[RS_CLIENT] = Client(RS_CLIENT, {"secret": RS_SECRET, "methods": ["client_secret_basic"]})
+    clients[RS_CLIENT] = Client(
+        RS_CLIENT, {"secret": RS_SECRET, "methods": ["client_secret_basic"]}
+    )
 
     class Server(AuthorizationServer):  # type: ignore[misc]
         def query_client(self, client_id: str) -> Client | None:
@@ -144,8 +146,13 @@ def build_as(world: World, issuer: str) -> tuple[AuthorizationServer, dict[str, 
                 "revoked": False,
             }
             world.tokens[token["access_token"]] = record
-            world.log(event="issued", token=token["access_token"], resource=resource,
-                      client_id=record["client_id"], grant=request.form.get("grant_type"))
+            world.log(
+                event="issued",
+                token=token["access_token"],
+                resource=resource,
+                client_id=record["client_id"],
+                grant=request.form.get("grant_type"),
+            )
 
         def create_oauth2_request(self, request: Any) -> OAuth2Request:
             return request
@@ -167,7 +174,11 @@ def build_as(world: World, issuer: str) -> tuple[AuthorizationServer, dict[str, 
     )
 
     class ClientCredentials(ClientCredentialsGrant):  # type: ignore[misc]
-        TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "private_key_jwt"]
+        TOKEN_ENDPOINT_AUTH_METHODS = [  # noqa: RUF012
+            "client_secret_basic",
+            "client_secret_post",
+            "private_key_jwt",
+        ]
 
     class PrivateKeyJwt(JWTBearerClientAssertion):  # type: ignore[misc]
         CLIENT_AUTH_METHOD = "private_key_jwt"
@@ -191,7 +202,9 @@ def build_as(world: World, issuer: str) -> tuple[AuthorizationServer, dict[str, 
 
     class JwtBearer(JWTBearerGrant):  # type: ignore[misc]
         def resolve_issuer_client(self, iss: str) -> Client | None:
-            return next((c for c in clients.values() if c.spec.get("assertion_issuer") == iss), None)
+            return next(
+                (c for c in clients.values() if c.spec.get("assertion_issuer") == iss), None
+            )
 
         def resolve_client_public_key(self, client: Client) -> str:
             return str(client.spec["assertion_public_key"])
@@ -218,8 +231,14 @@ def build_as(world: World, issuer: str) -> tuple[AuthorizationServer, dict[str, 
             return client.get_client_id() == RS_CLIENT
 
         def introspect_token(self, token: dict[str, Any]) -> dict[str, Any]:
-            return {"active": True, "client_id": token["client_id"], "scope": token["scope"],
-                    "exp": token["exp"], "aud": token["aud"], "iss": issuer}
+            return {
+                "active": True,
+                "client_id": token["client_id"],
+                "scope": token["scope"],
+                "exp": token["exp"],
+                "aud": token["aud"],
+                "iss": issuer,
+            }
 
     server.register_client_auth_method("private_key_jwt", PrivateKeyJwt())
     server.register_grant(ClientCredentials)
@@ -230,18 +249,23 @@ def build_as(world: World, issuer: str) -> tuple[AuthorizationServer, dict[str, 
 
 def as_app(world: World, issuer: str) -> Any:
     server, _ = build_as(world, issuer)
-    metadata = AuthorizationServerMetadata({
-        "issuer": world.config.get("stated_issuer", issuer),
-        "authorization_endpoint": f"{issuer}/authorize",
-        "token_endpoint": f"{issuer}/token",
-        "introspection_endpoint": f"{issuer}/introspect",
-        "response_types_supported": ["code"],
-        "grant_types_supported": world.config.get("grants", ["client_credentials", JWT_BEARER]),
-        "token_endpoint_auth_methods_supported": [
-            "client_secret_basic", "client_secret_post", "private_key_jwt"],
-        "token_endpoint_auth_signing_alg_values_supported": ["RS256", "ES256"],
-        "scopes_supported": ["tools:read", "tools:write"],
-    })
+    metadata = AuthorizationServerMetadata(
+        {
+            "issuer": world.config.get("stated_issuer", issuer),
+            "authorization_endpoint": f"{issuer}/authorize",
+            "token_endpoint": f"{issuer}/token",
+            "introspection_endpoint": f"{issuer}/introspect",
+            "response_types_supported": ["code"],
+            "grant_types_supported": world.config.get("grants", ["client_credentials", JWT_BEARER]),
+            "token_endpoint_auth_methods_supported": [
+                "client_secret_basic",
+                "client_secret_post",
+                "private_key_jwt",
+            ],
+            "token_endpoint_auth_signing_alg_values_supported": ["RS256", "ES256"],
+            "scopes_supported": ["tools:read", "tools:write"],
+        }
+    )
     metadata.validate()
 
     def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
@@ -255,7 +279,11 @@ def as_app(world: World, issuer: str) -> Any:
             else:
                 status, body, headers = server.create_endpoint_response("introspection", request)
         else:
-            status, body, headers = 404, {"error": "not_found"}, [("Content-Type", "application/json")]
+            status, body, headers = (
+                404,
+                {"error": "not_found"},
+                [("Content-Type", "application/json")],
+            )
         text = body if isinstance(body, str) else json.dumps(body)
         start_response(f"{status} X", list(headers))
         return [text.encode()]
@@ -287,8 +315,13 @@ class Verifier:
         aud = data.get("aud")
         if not aud or not check_resource_allowed(self.resource, aud):
             return None
-        return AccessToken(token=token, client_id=data["client_id"], scopes=data["scope"].split(),
-                           expires_at=data["exp"], resource=self.resource)
+        return AccessToken(
+            token=token,
+            client_id=data["client_id"],
+            scopes=data["scope"].split(),
+            expires_at=data["exp"],
+            resource=self.resource,
+        )
 
 
 def mcp_app(world: World, issuer: str, base: str) -> Any:
@@ -298,8 +331,12 @@ def mcp_app(world: World, issuer: str, base: str) -> Any:
     mcp = MCPServer(
         "protected",
         token_verifier=verifier,
-        auth=AuthSettings(issuer_url=issuer, resource_server_url=resource,
-                          validate_token_resource=False, required_scopes=["tools:read"]),
+        auth=AuthSettings(
+            issuer_url=issuer,
+            resource_server_url=resource,
+            validate_token_resource=False,
+            required_scopes=["tools:read"],
+        ),
     )
 
     @mcp.tool()
@@ -357,8 +394,13 @@ def main() -> None:
     as_port = free_port()
     issuer = config.get("issuer") or f"http://127.0.0.1:{as_port}"
     config["live_issuer"] = f"http://127.0.0.1:{as_port}"
-    wsgi = make_server("127.0.0.1", as_port, as_app(world, f"http://127.0.0.1:{as_port}"),
-                       server_class=_Threading, handler_class=_Quiet)
+    wsgi = make_server(
+        "127.0.0.1",
+        as_port,
+        as_app(world, f"http://127.0.0.1:{as_port}"),
+        server_class=_Threading,
+        handler_class=_Quiet,
+    )
     threading.Thread(target=wsgi.serve_forever, daemon=True).start()
     mcp_port = free_port()
     base = f"http://127.0.0.1:{mcp_port}"

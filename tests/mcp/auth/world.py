@@ -75,7 +75,9 @@ class World:
     def secrets(self) -> list[str]:
         """Every token issued and every assertion received."""
         found = [e["token"] for e in self.events("issued")]
-        found += [e["value"] for e in self.events() if e["event"] in ("assertion", "client_assertion")]
+        found += [
+            e["value"] for e in self.events() if e["event"] in ("assertion", "client_assertion")
+        ]
         return found
 
 
