@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "SUBSTRING_LENGTH",
     "Redactor",
     "looks_secret",
+    "on_registered",
     "register_secrets",
     "short_secret_warnings",
 ]
@@ -56,6 +57,13 @@ _RUNTIME: set[str] = set()
 _RUNTIME_LOCK = threading.Lock()
 _RUNTIME_VERSION = [0]
 """Bumped whenever `_RUNTIME` grows; each Redactor rebuilds its pattern when it changed."""
+_LISTENERS: list[Callable[[list[str]], None]] = []
+
+
+def on_registered(listener: Callable[[list[str]], None]) -> None:
+    """Call `listener` with each batch of secrets registered from now on (on GitHub Actions the
+    run prints an `::add-mask::` line for each)."""
+    _LISTENERS.append(listener)
 
 
 def register_secrets(values: Iterable[str]) -> None:
@@ -67,6 +75,8 @@ def register_secrets(values: Iterable[str]) -> None:
     with _RUNTIME_LOCK:
         _RUNTIME.update(fresh)
         _RUNTIME_VERSION[0] += 1
+    for listener in list(_LISTENERS):
+        listener(sorted(fresh))
 
 
 def looks_secret(name: str) -> bool:

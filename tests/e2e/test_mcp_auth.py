@@ -383,3 +383,31 @@ def test_metadata_offering_only_authorization_code_ends_the_run_with_exit_2(
     assert "'tracker'" in reason and "authorization_code" in reason
     assert "trying again" not in done.stderr  # refused at once, never retried
     print(f"authorization_code-only metadata: exit 2 after {took:.2f} s")
+
+
+def test_on_github_actions_each_token_obtained_mid_run_is_masked_with_add_mask(
+    tmp_path: Path,
+) -> None:
+    with oauth_world(tmp_path / "world", clients=CLIENTS) as world:
+        auth = {
+            "type": "client_credentials",
+            "client_id": "cc-secret",
+            "client_secret": CLIENT_SECRET,
+        }
+        done = _run(
+            tmp_path / "run",
+            world,
+            auth,
+            [reply(call("revoke_my_token")), reply(call("whoami")), complete("ok")],
+            env={"GITHUB_ACTIONS": "true"},
+        )
+        tokens = [e["token"] for e in world.events("issued")]
+    assert done.code == 0, done.explain()
+    assert len(tokens) == 2
+    console = (done.stdout + done.stderr).splitlines()
+    for token in tokens:
+        # Printed only to mask it (alone, and as the header value `Bearer ...`).
+        shown = [line for line in console if token in line]
+        assert f"::add-mask::{token}" in shown
+        assert all(line.startswith("::add-mask::") for line in shown), shown
+    assert f"::add-mask::{CLIENT_SECRET}" in console
