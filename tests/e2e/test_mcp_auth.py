@@ -20,7 +20,16 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Done, Scenario, call, clean_env, complete, reply, run_one
+from tests.e2e.conftest import (
+    Done,
+    Scenario,
+    call,
+    clean_env,
+    complete,
+    log_schema_errors,
+    reply,
+    run_one,
+)
 from tests.mcp.auth.world import (
     CLIENT_SECRET,
     World,
@@ -114,6 +123,7 @@ def test_client_credentials_with_a_secret_gets_a_token_and_the_tool_call_succeed
     # The token was asked for this server (RFC 8707) and the MCP server accepted it.
     assert issued and issued[0]["resource"].startswith(world.mcp_url.rsplit("/", 1)[0])
     (record,) = done.log().header["mcp_auth"]
+    assert log_schema_errors(done.log().path) == []
     assert record["server"] == "tracker"
     assert record["type"] == "client_credentials"
     assert record["issuer"] == world.as_url
@@ -382,7 +392,8 @@ def test_metadata_offering_only_authorization_code_ends_the_run_with_exit_2(
     reason = json.loads(done.stdout)["tasks"][0]["reason"]
     assert "'tracker'" in reason and "authorization_code" in reason
     assert "trying again" not in done.stderr  # refused at once, never retried
-    print(f"authorization_code-only metadata: exit 2 after {took:.2f} s")
+    task_s = json.loads(done.stdout)["tasks"][0]["duration_s"]
+    print(f"authorization_code-only metadata: exit 2, process {took:.2f} s, task {task_s:.2f} s")
 
 
 def test_on_github_actions_each_token_obtained_mid_run_is_masked_with_add_mask(

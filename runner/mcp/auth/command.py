@@ -43,15 +43,16 @@ async def run_command(
         raise AuthError(f"{what} {argv[0]!r} could not start: {exc.strerror or exc}") from None
     try:
         out, err = await asyncio.wait_for(_bounded(process), timeout_s)
+        code = await process.wait()
     except TimeoutError:
-        _kill(process)
-        await process.wait()
         raise AuthError(f"{what} {argv[0]!r} did not finish within {timeout_s:g} s") from None
     except _TooMuch:
-        _kill(process)
-        await process.wait()
         raise AuthError(f"{what} {argv[0]!r} printed more than {MAX_OUTPUT} bytes") from None
-    code = await process.wait()
+    finally:
+        if process.returncode is None:  # timed out, too talkative, or the run was cancelled
+            _kill(process)
+            with contextlib.suppress(Exception):
+                await asyncio.shield(process.wait())
     tail = err.decode("utf-8", "replace").strip()[-_STDERR_TAIL:]
     said = f"; its stderr ends with: {tail!r}" if tail else ""
     if code != 0:
