@@ -346,16 +346,82 @@ def test_a_server_echoing_the_token_in_an_error_is_masked(tmp_path: Path) -> Non
     _assert_nothing_leaked(done, [CLIENT_SECRET, *secrets])
 
 
-def test_a_wrong_secret_ends_the_run_with_exit_2_before_any_model_call(tmp_path: Path) -> None:
+WRONG_SECRET = "cs-wrong-" + "x" * 20
+OTHER_KEY = key_pair()
+
+
+@pytest.mark.parametrize(
+    ("case", "error"),
+    [
+        ("client_secret", "invalid_client"),
+        ("private_key", "invalid_client"),
+        ("assertion", "invalid_grant"),
+    ],
+)
+def test_a_wrong_credential_ends_the_run_with_exit_2_before_any_model_call(
+    tmp_path: Path, case: str, error: str
+) -> None:
     with oauth_world(tmp_path / "world", clients=CLIENTS) as world:
-        wrong = "cs-wrong-" + "x" * 20
-        auth = {"type": "client_credentials", "client_id": "cc-secret", "client_secret": wrong}
-        done = _run(tmp_path / "run", world, auth, [complete("never")])
+        wrong_assertion = oidc_assertion(OTHER_KEY, world.as_url)  # signed by a key not trusted
+        auth, secrets = {
+            "client_secret": (
+                {
+                    "type": "client_credentials",
+                    "client_id": "cc-secret",
+                    "client_secret": WRONG_SECRET,
+                },
+                [WRONG_SECRET],
+            ),
+            "private_key": (
+                {
+                    "type": "client_credentials",
+                    "client_id": "cc-key",
+                    "private_key": OTHER_KEY.private,
+                },
+                _key_lines(OTHER_KEY.private),
+            ),
+            "assertion": ({"type": "jwt_bearer", "assertion_file": "id.jwt"}, [wrong_assertion]),
+        }[case]
+        done = _run(
+            tmp_path / "run",
+            world,
+            auth,
+            [complete("never")],
+            extra_files={"id.jwt": wrong_assertion},
+        )
+        issued = world.events("issued")
+        secrets += world.secrets()
     assert done.code == 2, done.explain()
     assert done.requests == []
+    assert issued == []
     reason = json.loads(done.stdout)["tasks"][0]["reason"]
-    assert "'tracker'" in reason and "invalid_client" in reason
-    _assert_nothing_leaked(done, [wrong])
+    assert "'tracker'" in reason and error in reason
+    assert "trying again" not in done.stderr  # a refusal is not retried
+    _assert_nothing_leaked(done, secrets)
+
+
+@pytest.mark.parametrize("where", ["metadata", "pinned"])
+def test_an_authorization_server_that_is_not_the_expected_issuer_gets_no_credential(
+    tmp_path: Path, where: str
+) -> None:
+    # `metadata`: its metadata names another issuer (RFC 8414 section 3.3); `pinned`: the task
+    # pins an issuer the MCP server's metadata does not list.
+    config = {"stated_issuer": "https://evil.example"} if where == "metadata" else {}
+    with oauth_world(tmp_path / "world", clients=CLIENTS, **config) as world:
+        auth: dict[str, Any] = {
+            "type": "client_credentials",
+            "client_id": "cc-secret",
+            "client_secret": CLIENT_SECRET,
+        }
+        if where == "pinned":
+            auth["issuer"] = "https://auth.example.com"
+        done = _run(tmp_path / "run", world, auth, [complete("never")])
+        issued = world.events("issued")
+    assert done.code == 2, done.explain()
+    assert done.requests == [] and issued == []
+    reason = json.loads(done.stdout)["tasks"][0]["reason"]
+    expected = "https://evil.example" if where == "metadata" else "https://auth.example.com"
+    assert "'tracker'" in reason and expected in reason
 
 
 def test_an_unreachable_authorization_server_ends_the_run_with_exit_4(tmp_path: Path) -> None:
