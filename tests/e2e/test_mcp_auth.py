@@ -30,6 +30,7 @@ from tests.e2e.conftest import (
     reply,
     run_one,
 )
+from tests.fakes.otlp_receiver import OtlpReceiver
 from tests.mcp.auth.world import (
     CLIENT_SECRET,
     World,
@@ -328,15 +329,25 @@ def test_a_token_that_expires_mid_task_is_renewed_before_it_is_refused(tmp_path:
     assert len(issued) >= 3
 
 
-def test_a_server_echoing_the_token_in_an_error_is_masked(tmp_path: Path) -> None:
-    with oauth_world(tmp_path / "world", clients=CLIENTS) as world:
+def test_a_server_echoing_the_token_in_an_error_is_masked_also_in_otel_spans(
+    tmp_path: Path,
+) -> None:
+    with oauth_world(tmp_path / "world", clients=CLIENTS) as world, OtlpReceiver() as receiver:
         auth = {
             "type": "client_credentials",
             "client_id": "cc-secret",
             "client_secret": CLIENT_SECRET,
         }
-        done = _run(tmp_path / "run", world, auth, [reply(call("echo_token")), complete("ok")])
+        done = _run(
+            tmp_path / "run",
+            world,
+            auth,
+            [reply(call("echo_token")), complete("ok")],
+            env={"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint},
+        )
         secrets = world.secrets()
+        spans = list(receiver.spans)
+        bodies = list(receiver.bodies)
     assert done.code == 0, done.explain()
     ((tool, is_error, result),) = _calls(done)
     assert (tool, is_error) == ("echo_token", True)
@@ -344,6 +355,9 @@ def test_a_server_echoing_the_token_in_an_error_is_masked(tmp_path: Path) -> Non
     # As for every secret (DESIGN 7b), the model itself gets the tool result as the server sent
     # it; what is written anywhere is masked.
     _assert_nothing_leaked(done, [CLIENT_SECRET, *secrets])
+    assert spans, "the run exported no span"
+    leaked = [s for s in [CLIENT_SECRET, *secrets] for body in bodies if s.encode() in body]
+    assert leaked == []
 
 
 WRONG_SECRET = "cs-wrong-" + "x" * 20
