@@ -121,7 +121,9 @@ async def request_token(client: httpx2.AsyncClient, found: Discovered, form: For
         ) from None
     lifetime = float(token.expires_in) if token.expires_in is not None else None
     expires = time.monotonic() + lifetime if lifetime is not None else None
-    return Token({"Authorization": f"Bearer {token.access_token}"}, expires, token.scope, lifetime)
+    # RFC 6749 section 5.1: a response without `scope` granted what was asked for.
+    scope = token.scope if token.scope is not None else data.get("scope")
+    return Token({"Authorization": f"Bearer {token.access_token}"}, expires, scope, lifetime)
 
 
 def _refusal(response: httpx2.Response) -> str:
