@@ -23,7 +23,10 @@ from pydantic import ValidationError
 
 from runner.mcp.auth.token import AuthError
 
-__all__ = ["INTERACTIVE_GRANTS", "Discovered", "discover"]
+__all__ = ["INTERACTIVE_GRANTS", "MAX_DOCUMENT", "Discovered", "bounded_send", "discover"]
+
+MAX_DOCUMENT = 1 << 20
+"""The most bytes read of a metadata document or a token response."""
 
 INTERACTIVE_GRANTS = frozenset(
     {
@@ -175,9 +178,27 @@ def _check_grant(metadata: OAuthMetadata, grant: str) -> None:
 
 async def _get(client: httpx2.AsyncClient, url: str, what: str) -> httpx2.Response:
     try:
-        return await client.get(url, headers={"Accept": "application/json"})
+        request = client.build_request("GET", url, headers={"Accept": "application/json"})
+        return await bounded_send(client, request)
     except httpx2.HTTPError as exc:
         raise AuthError(f"cannot fetch {what} at {url}: {_said(exc)}", "unreachable") from None
+
+
+async def bounded_send(client: httpx2.AsyncClient, request: httpx2.Request) -> httpx2.Response:
+    """The response with its body read, refusing a body over MAX_DOCUMENT bytes (a metadata
+    document or token response is a few KB; a server streaming more is not one)."""
+    response = await client.send(request, stream=True)
+    try:
+        body = b""
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if len(body) > MAX_DOCUMENT:
+                raise AuthError(f"{request.url} answered more than {MAX_DOCUMENT} bytes")
+    finally:
+        await response.aclose()
+    # The body is decoded already: only its type goes along, no Content-Encoding.
+    kind = {"Content-Type": response.headers.get("Content-Type", "application/octet-stream")}
+    return httpx2.Response(response.status_code, headers=kind, content=body, request=request)
 
 
 def _said(exc: BaseException) -> str:

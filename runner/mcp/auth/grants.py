@@ -16,7 +16,7 @@ from mcp.shared.auth import OAuthToken
 from pydantic import ValidationError
 
 from runner.mcp.auth.config import ClientCredentialsAuth, JwtBearerAuth
-from runner.mcp.auth.discovery import Discovered
+from runner.mcp.auth.discovery import Discovered, bounded_send
 from runner.mcp.auth.token import AuthError, Token
 
 __all__ = [
@@ -100,9 +100,10 @@ async def request_token(client: httpx2.AsyncClient, found: Discovered, form: For
     data, headers = form
     url = str(found.metadata.token_endpoint)
     try:
-        response = await client.post(
-            url, data=data, headers={**headers, "Accept": "application/json"}
+        request = client.build_request(
+            "POST", url, data=data, headers={**headers, "Accept": "application/json"}
         )
+        response = await bounded_send(client, request)
     except httpx2.HTTPError as exc:
         raise AuthError(
             f"cannot reach the token endpoint {url}: {type(exc).__name__}", "unreachable"

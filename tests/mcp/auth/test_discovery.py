@@ -184,3 +184,20 @@ def test_a_server_that_cannot_be_reached_is_an_outage() -> None:
         asyncio.run(go())
     assert caught.value.kind == "unreachable"
     assert json.dumps(str(caught.value))
+
+
+def test_a_metadata_document_over_a_mebibyte_is_refused_without_reading_it_all() -> None:
+    served: list[int] = []
+
+    def endless() -> httpx2.Response:
+        async def chunks() -> Any:
+            for _ in range(64):
+                served.append(1)
+                yield b" " * 65536
+
+        return httpx2.Response(200, content=chunks())
+
+    error, _ = _discover({MCP: _401_with_hint, PRM_HINT: endless})
+    assert isinstance(error, AuthError)
+    assert "more than 1048576 bytes" in str(error)
+    assert len(served) < 64
