@@ -502,3 +502,26 @@ def test_on_github_actions_each_token_obtained_mid_run_is_masked_with_add_mask(
         assert f"::add-mask::{token}" in shown
         assert all(line.startswith("::add-mask::") for line in shown), shown
     assert f"::add-mask::{CLIENT_SECRET}" in console
+
+
+def test_an_authorization_server_that_never_answers_ends_the_run_with_exit_4(
+    tmp_path: Path,
+) -> None:
+    with oauth_world(tmp_path / "world", clients=CLIENTS, hang_token=True) as world:
+        auth = {
+            "type": "client_credentials",
+            "client_id": "cc-secret",
+            "client_secret": CLIENT_SECRET,
+        }
+        done = _run(
+            tmp_path / "run",
+            world,
+            auth,
+            [complete("never")],
+            env={"AGENT_RUNNER_MCP_STARTUP_TIMEOUT_S": "3"},
+        )
+    assert done.code == 4, done.explain()
+    assert done.requests == []
+    reason = json.loads(done.stdout)["tasks"][0]["reason"]
+    assert "'tracker'" in reason and "within 3 s" in reason
+    _assert_nothing_leaked(done, [CLIENT_SECRET])

@@ -272,6 +272,9 @@ def as_app(world: World, issuer: str) -> Any:
         path = environ.get("PATH_INFO", "")
         if path == "/.well-known/oauth-authorization-server":
             status, body, headers = 200, dict(metadata), [("Content-Type", "application/json")]
+        elif path == "/token" and world.config.get("hang_token"):
+            time.sleep(600)  # an authorization server that never answers (killed with the world)
+            status, body, headers = 500, {}, []
         elif path in ("/token", "/introspect") and environ["REQUEST_METHOD"] == "POST":
             request = WsgiRequest(environ, f"{issuer}{path}")
             if path == "/token":
