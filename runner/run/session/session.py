@@ -133,7 +133,7 @@ class _State:
     sandbox: TaskSandbox | None = None
     """What confines the task's commands (runner.run.guard.sandboxing)."""
     findings: FindingSink = field(default_factory=lambda: FindingSink(None))
-    auth: list[Any] = field(default_factory=list)  # the hub's AuthRecords (DESIGN 26)
+    auth: Callable[[], list[Any]] = list  # the hub's AuthRecords, restarts included (DESIGN 26)
     """Session ids of the sub-agents the task started (runner.run.agents)."""
 
 
@@ -214,7 +214,7 @@ async def _run_task(
         ),
         child_sessions=tuple(state.children),
         findings=state.findings.result(),
-        mcp_auth=tuple(record.as_json() for record in state.auth),
+        mcp_auth=tuple(record.as_json() for record in state.auth()),
     )
 
 
@@ -246,7 +246,7 @@ async def _run(
         if state.sandbox is not None and state.sandbox.error is not None:
             raise state.sandbox.error  # before any server starts or the model is called
         async with hub:  # stops every server on the way out, cancellation included
-            state.auth = hub.auth
+            state.auth = lambda: hub.auth
             skills = task_skills(
                 task, lambda line: _early_warning(state, ctx, redactor, f"[{task.name}] {line}")
             )
@@ -298,8 +298,8 @@ def _open_log(
     header = session_header(
         task, llm, ctx.run_id, resume.parent_id if resume else None, sandbox, system, tools
     )
-    if state.auth:
-        header["mcp_auth"] = [record.as_json() for record in state.auth]
+    if records := state.auth():
+        header["mcp_auth"] = [record.as_json() for record in records]
     state.log = SessionLogWriter.create(ctx.out_dir, header, redactor, events=ctx.events)
     for line in state.early_warnings:
         state.log.warning(line)
