@@ -14,6 +14,7 @@ __all__ = [
     "ConfigError",
     "ContextLengthError",
     "ExitCode",
+    "McpAuthError",
     "McpServerError",
     "Problem",
     "ProviderError",
@@ -120,3 +121,8 @@ class McpServerError(RunnerError):
     """A required MCP server could not be started or listed."""
 
     exit_code = ExitCode.INFRASTRUCTURE
+
+
+class McpAuthError(ConfigError):
+    """An MCP server's `auth:` cannot work: a wrong secret, a refused token, a server that only
+    offers an interactive grant (DESIGN 26). Exit 2, before any model call."""

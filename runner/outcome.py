@@ -301,6 +301,9 @@ class TaskOutcome:
     """A sample of a repeated task: how many samples the task has; 0 for a task run once."""
     grade: Grade | None = None
     """A task with `success.rubric`: its last grading; None when it was never graded."""
+    mcp_auth: tuple[dict[str, Any], ...] = ()
+    """Which auth each MCP server with `auth:` used (DESIGN 26): type, issuer, scopes granted,
+    expiry, renewals; never a token."""
 
     @property
     def label(self) -> str:

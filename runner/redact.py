@@ -14,13 +14,18 @@ module only masks. Two lengths matter:
   count and word of every artifact, and offers no protection worth that.
 
 Secrets are tried longest first, so a secret that contains another is masked whole.
+
+Some secrets are only known while the run goes on (an OAuth access token an MCP server's
+authorization server issued, DESIGN 26). `register_secrets` adds them to every redactor of the
+process, those built before included: each checks a version counter before it masks.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 __all__ = [
@@ -29,6 +34,8 @@ __all__ = [
     "SUBSTRING_LENGTH",
     "Redactor",
     "looks_secret",
+    "on_registered",
+    "register_secrets",
     "short_secret_warnings",
 ]
 
@@ -43,6 +50,33 @@ SUBSTRING_LENGTH = 8
 _SECRET_NAME = re.compile(
     r"KEY|TOKEN|SECRET|PASSWORD|AUTH(?!OR(?!I[SZ]))|CREDENTIAL|COOKIE", re.IGNORECASE
 )
+
+
+_RUNTIME: set[str] = set()
+"""Secrets learnt while the run goes on; every Redactor masks them too."""
+_RUNTIME_LOCK = threading.Lock()
+_RUNTIME_VERSION = [0]
+"""Bumped whenever `_RUNTIME` grows; each Redactor rebuilds its pattern when it changed."""
+_LISTENERS: list[Callable[[list[str]], None]] = []
+
+
+def on_registered(listener: Callable[[list[str]], None]) -> None:
+    """Call `listener` with each batch of secrets registered from now on (on GitHub Actions the
+    run prints an `::add-mask::` line for each)."""
+    _LISTENERS.append(listener)
+
+
+def register_secrets(values: Iterable[str]) -> None:
+    """Mask `values` from now on in every redactor of this process (tokens obtained at run time,
+    DESIGN 26); values under MIN_LENGTH characters are ignored, as everywhere."""
+    fresh = {v for v in values if len(v) >= MIN_LENGTH} - _RUNTIME
+    if not fresh:
+        return
+    with _RUNTIME_LOCK:
+        _RUNTIME.update(fresh)
+        _RUNTIME_VERSION[0] += 1
+    for listener in list(_LISTENERS):
+        listener(sorted(fresh))
 
 
 def looks_secret(name: str) -> bool:
@@ -61,16 +95,19 @@ class Redactor:
     """Masks a fixed set of secret values in strings and in JSON-like structures."""
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        values = {s for s in secrets if len(s) >= MIN_LENGTH}
-        self.secrets: tuple[str, ...] = tuple(sorted(values, key=lambda s: (-len(s), s)))
-        """Every value masked, longest first."""
-        self.short_secrets: tuple[str, ...] = tuple(
-            s for s in self.secrets if len(s) < SUBSTRING_LENGTH
-        )
-        """Values masked only where they stand alone (see the module docstring)."""
+        self._base = frozenset(s for s in secrets if len(s) >= MIN_LENGTH)
+        self._version = -1
+        self._build()
+
+    def _build(self) -> None:
+        """(Re)compile the patterns from the given secrets and the run-time ones."""
+        with _RUNTIME_LOCK:
+            version, values = _RUNTIME_VERSION[0], self._base | _RUNTIME
+        self._version = version
+        self._secrets: tuple[str, ...] = tuple(sorted(values, key=lambda s: (-len(s), s)))
         alternatives: list[tuple[int, str]] = []
         probes: set[str] = set()
-        for secret in self.secrets:
+        for secret in self._secrets:
             for form in _spellings(secret):
                 probes.add(form)
                 escaped = re.escape(form)
@@ -88,12 +125,28 @@ class Redactor:
             else None
         )
 
+    def _current(self) -> None:
+        if self._version != _RUNTIME_VERSION[0]:
+            self._build()
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Every value masked, longest first (the run-time ones included)."""
+        self._current()
+        return self._secrets
+
+    @property
+    def short_secrets(self) -> tuple[str, ...]:
+        """Values masked only where they stand alone (see the module docstring)."""
+        return tuple(s for s in self.secrets if len(s) < SUBSTRING_LENGTH)
+
     def with_secrets(self, more: Iterable[str]) -> Redactor:
         """A redactor that also masks `more`."""
-        return Redactor([*self.secrets, *more])
+        return Redactor([*self._base, *more])
 
     def text(self, value: str) -> str:
         """`value` with every secret replaced by `***`."""
+        self._current()
         if self._pattern is None:
             return value
         return self._pattern.sub(MASK, value)
@@ -104,6 +157,7 @@ class Redactor:
         One search of the finished text is cheaper than redacting each of its strings, and for
         most lines finds nothing; a line where it finds something is redacted with `data`.
         """
+        self._current()
         return self._probe is not None and self._probe.search(text) is not None
 
     def data(self, value: Any, *, keys: bool = False) -> Any:
@@ -113,6 +167,7 @@ class Redactor:
         `keys` says the structure's keys were made by someone else (a model's tool arguments).
         Tuples come back as lists, as JSON would write them.
         """
+        self._current()
         if self._pattern is None:
             return value
         if isinstance(value, str):

@@ -10,6 +10,7 @@ no SDK: task loading and `validate` never load it. Stdio servers are started bef
 
 from __future__ import annotations
 
+from runner.mcp.auth import AuthRecord, auth_secret_values
 from runner.mcp.extension import WORKSPACE, ExtensionConfig, ToolPolicy, overlay
 from runner.mcp.hub import McpHub
 from runner.mcp.launch import builtin_workspace_root, server_env, workspace_extension
@@ -18,6 +19,7 @@ from runner.mcp.policy import BUILTIN_TOOL_NAMES, Unmatched, tool_names, unmatch
 from runner.mcp.render import HubEvent, policy_allows
 
 __all__ = [
+    "AuthRecord",
     "BUILTIN_TOOL_NAMES",
     "WORKSPACE",
     "ExtensionConfig",
@@ -29,6 +31,7 @@ __all__ = [
     "Unmatched",
     "builtin_workspace_root",
     "overlay",
+    "auth_secret_values",
     "policy_allows",
     "server_env",
     "tool_names",

@@ -26,13 +26,14 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from runner.mcp.auth import AuthError, AuthRecord, open_auth
 from runner.mcp.extension import ExtensionConfig
 from runner.mcp.limits import DEFAULT_LIMITS, McpLimits
 from runner.mcp.render import ConnectionLost, EventSink, HubEvent, StartFailure, timeout_text
 from runner.mcp.results import CONNECTION_CLOSED, REQUEST_TIMEOUT, render_error, render_result
 from runner.mcp.spawn import discard, stdio_server_env
 from runner.mcp.stdio import stdio_transport
-from runner.redact import Redactor
+from runner.redact import Redactor, register_secrets
 from runner.toolcall import ToolResult, ToolSpec
 
 __all__ = ["Connection"]
@@ -73,6 +74,9 @@ class Connection:
         self._attempts = limits.connect_attempts
         self.client: Client | None = None
         self.tools: list[types.Tool] = []
+        self.auth: AuthRecord | None = None
+        """Which auth the server used (`auth:`), once its first token is obtained."""
+        self._server_auth: Any = None
         self._closing = anyio.Event()
         self._done = anyio.Event()
 
@@ -121,13 +125,32 @@ class Connection:
                 if not self._retry(exc, attempt):
                     if isinstance(exc, StartFailure):
                         raise
-                    raise StartFailure(f"{_describe(exc)}") from exc
+                    raise self._auth_failure(exc) or StartFailure(f"{_describe(exc)}") from exc
             wait = min(
                 self._limits.connect_backoff_s * 2 ** (attempt - 1),
                 self._limits.connect_max_backoff_s,
             )
             await anyio.sleep(wait)
             self._closing, self._done = anyio.Event(), anyio.Event()
+
+    def _auth_failure(self, exc: BaseException) -> StartFailure | None:
+        """A failure to get a token, or the server refusing the one it got: a configuration
+        error (exit 2) unless the authorization server was unreachable (exit 4)."""
+        auth = self.config.auth
+        if auth is None:
+            return None
+        found = _find(exc, AuthError)
+        if isinstance(found, AuthError):
+            return StartFailure(f"auth ({auth.type}): {found}", config=found.kind == "config")
+        refused = _find(exc, httpx2.HTTPStatusError)
+        status = refused.response.status_code if isinstance(refused, httpx2.HTTPStatusError) else 0
+        if status in {401, 403} or getattr(self._server_auth, "refused", False):
+            return StartFailure(
+                f"auth ({auth.type}): the server refused the token it was given (HTTP "
+                f"{status or 401}): check the token's scopes and audience, and `auth:`",
+                config=True,
+            )
+        return None
 
     def _retry(self, exc: Exception, attempt: int) -> bool:
         """Whether to try a remote server again: it was unreachable or answered 429/5xx, as a
@@ -288,10 +311,23 @@ class Connection:
     async def _remote_transport(self, stack: AsyncExitStack) -> Any:
         cfg = self.config
         assert cfg.uri is not None
+        auth: httpx2.Auth | None = None
+        if cfg.auth is not None:
+            server_auth = await open_auth(
+                cfg.auth,
+                server=self.name,
+                server_url=cfg.uri,
+                stack=stack,
+                env=self._base_env,
+                cwd=self._workdir,
+                register=register_secrets,
+            )
+            self.auth, self._server_auth = server_auth.record, server_auth
+            auth = server_auth
         if cfg.type == "sse":
-            return sse_client(cfg.uri, headers=dict(cfg.headers) or None)
+            return sse_client(cfg.uri, headers=dict(cfg.headers) or None, auth=auth)
         http = await stack.enter_async_context(
-            create_mcp_http_client(headers=dict(cfg.headers) or None)
+            create_mcp_http_client(headers=dict(cfg.headers) or None, auth=auth)
         )
         return streamable_http_client(cfg.uri, http_client=http)
 
@@ -331,7 +367,20 @@ def _unreachable(exc: BaseException) -> bool:
         return exc.response.status_code == 429 or exc.response.status_code >= 500
     if isinstance(exc, httpx2.TransportError):
         return True
+    if isinstance(exc, AuthError):
+        return exc.kind == "unreachable"
     return exc.__cause__ is not None and _unreachable(exc.__cause__)
+
+
+def _find(exc: BaseException, kind: type[BaseException]) -> BaseException | None:
+    """The first `kind` in `exc`, its groups and its causes."""
+    if isinstance(exc, kind):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            if (found := _find(inner, kind)) is not None:
+                return found
+    return _find(exc.__cause__, kind) if exc.__cause__ is not None else None
 
 
 def _refused(exc: BaseException) -> bool:

@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from runner.mcp.auth import AuthConfig
+
 __all__ = ["WORKSPACE", "ExtensionConfig", "ToolPolicy", "overlay"]
 
 WORKSPACE = "workspace"
@@ -36,6 +38,9 @@ class ExtensionConfig(BaseModel):
     headers: dict[str, str] = Field(default_factory=dict)
     """sse / streamable_http: HTTP headers; values take `${VAR}`; which are secrets:
     runner/task/secrets.py."""
+    auth: AuthConfig | None = None
+    """sse / streamable_http: how to get a token (bearer, command, client_credentials,
+    jwt_bearer; DESIGN 26, docs/mcp-auth.md). Its secrets are masked everywhere."""
     enabled: bool = True
     """False leaves the server out of the task."""
     required: bool = True
@@ -51,6 +56,13 @@ class ExtensionConfig(BaseModel):
             raise ValueError("a stdio server needs `cmd` (the command to start)")
         if self.type != "stdio" and not self.uri:
             raise ValueError(f"a {self.type} server needs `uri` (the endpoint URL)")
+        if self.type == "stdio" and self.auth is not None:
+            raise ValueError(
+                "`auth` is for sse and streamable_http servers; give a stdio server its token "
+                "in `envs`"
+            )
+        if self.auth is not None and any(k.lower() == "authorization" for k in self.headers):
+            raise ValueError("set either `auth` or an `Authorization` header, not both")
         return self
 
 

@@ -17,7 +17,8 @@ from typing import Any, Protocol, Self
 import anyio
 from anyio.abc import TaskGroup
 
-from runner.errors import McpServerError
+from runner.errors import McpAuthError, McpServerError
+from runner.mcp.auth import AuthRecord
 from runner.mcp.extension import WORKSPACE, ExtensionConfig, ToolPolicy
 from runner.mcp.launch import builtin_workspace_root, server_env, workspace_extension
 from runner.mcp.limits import DEFAULT_LIMITS, Catalogue, McpLimits, exposed_name
@@ -176,6 +177,13 @@ class McpHub:
         """The servers that started, in configuration order."""
         return [conn.name for conn in self._conns]
 
+    @property
+    def auth(self) -> list[AuthRecord]:
+        """Which auth each started server with `auth:` used (DESIGN 26), in configuration order;
+        the records go on changing as tokens are renewed."""
+        records = (getattr(conn, "auth", None) for conn in self._conns)
+        return [record for record in records if isinstance(record, AuthRecord)]
+
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """Call a tool; every failure is an error result, never an exception."""
         entry = self._tools.get(name)
@@ -241,6 +249,11 @@ class McpHub:
         where = f" (server stderr: {log})" if log is not None and not cfg.uri else ""
         said = _last_line(log) if log is not None else ""
         what += f"; its stderr ends with: {said!r}" if said else ""
+        if exc.config:
+            raise McpAuthError(
+                f"{what}. Fix the extension's `auth:` (docs/mcp-auth.md); nothing was sent to "
+                "the model."
+            ) from exc
         if cfg.required:
             raise McpServerError(
                 f"{what}{where}. Fix the extension's command or endpoint, or set `required: false` "

@@ -81,7 +81,15 @@ def timeout_text(*, tool: str, server: str, timeout_s: float) -> str:
 
 
 class StartFailure(Exception):
-    """A server could not be started, connected to, or listed; the message says which step."""
+    """A server could not be started, connected to, or listed; the message says which step.
+
+    `config`: the cause is the task's configuration (a wrong secret, a grant the server's
+    authorization server does not offer), so the run ends with exit 2 even for an optional
+    server, rather than exit 4 for an outage."""
+
+    def __init__(self, message: str, *, config: bool = False) -> None:
+        super().__init__(message)
+        self.config = config
 
 
 class ConnectionLost(Exception):

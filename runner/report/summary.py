@@ -138,6 +138,8 @@ def _task_json(outcome: TaskOutcome) -> dict[str, Any]:
         "worktree": str(outcome.worktree) if outcome.worktree else None,
         # A sample of a repeated task: its identity is (name, file, sample) (DESIGN 22).
         **({"sample": outcome.sample, "of": outcome.of} if outcome.of else {}),
+        # DESIGN 26: which auth each MCP server used; never a token.
+        **({"mcp_auth": [dict(record) for record in outcome.mcp_auth]} if outcome.mcp_auth else {}),
         **_findings_json(outcome),
         # `success.rubric` (DESIGN 27): the last grading, each criterion with its votes.
         **({"grade": outcome.grade.as_json()} if outcome.grade is not None else {}),

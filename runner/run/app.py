@@ -17,7 +17,7 @@ from runner import __version__
 from runner.errors import ExitCode, RunnerError, worst_exit_code
 from runner.fleet import open_governor, use_governor
 from runner.outcome import RunSummary, TaskOutcome
-from runner.redact import Redactor, short_secret_warnings
+from runner.redact import Redactor, on_registered, short_secret_warnings
 from runner.report import (
     GitHubActions,
     add_mask_lines,
@@ -142,6 +142,8 @@ def _execute(
     if github is not None:
         for line in add_mask_lines(redactor.secrets):
             console.command(line)
+        # Tokens an MCP server's authorization server issues mid-run (DESIGN 26) too.
+        on_registered(lambda values: console.commands(add_mask_lines(values)))
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:8]
     ctx = RunContext(
         settings=settings,
@@ -260,6 +262,11 @@ class _Console:
 
     def always(self, text: str) -> None:
         print(self._redactor.text(text), file=self._stream, flush=True)
+
+    def commands(self, lines: list[str]) -> None:
+        """Several workflow commands, one a line."""
+        for line in lines:
+            self.command(line)
 
     def command(self, text: str) -> None:
         """A GitHub workflow command, as built (an `::add-mask::` line holds the secret it masks).

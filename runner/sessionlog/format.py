@@ -192,6 +192,9 @@ class Header:
     """A sample of a repeated task (DESIGN 22): which one, from 1; written with `of` only then."""
     of: int | None = None
     """A sample of a repeated task: the task's number of samples, K."""
+    mcp_auth: list[dict[str, Any]] | None = None
+    """Which auth each MCP server with `auth:` used (DESIGN 26): `{server, type, issuer, scopes,
+    expires_at, renewals}` as at the start; never a token. Written only when a server has one."""
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Header:
@@ -226,6 +229,7 @@ class Header:
             "host": dict(self.host),
             "started_at": self.started_at,
             **({"sample": self.sample, "of": self.of} if self.of else {}),
+            **({"mcp_auth": copy.deepcopy(self.mcp_auth)} if self.mcp_auth else {}),
             **(
                 {"parent_session_id": self.parent_session_id, "parent_call": self.parent_call}
                 if self.parent_session_id

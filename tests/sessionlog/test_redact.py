@@ -119,3 +119,24 @@ def test_a_secret_the_model_put_in_a_nested_argument_key_is_masked_in_the_log(
     (event,) = read_session(w.path).events
     assert event["arguments"] == {"env": {MASK: "x"}, "items": [{MASK: [{MASK: 1}]}]}
     assert secret not in w.path.read_text(encoding="utf-8")
+
+
+def test_a_secret_registered_at_run_time_is_masked_by_redactors_built_before_it() -> None:
+    # An OAuth token obtained mid-run (DESIGN 26): every redactor of the process masks it.
+    import uuid
+
+    from runner.redact import register_secrets
+
+    early = Redactor(["given-secret-1"])
+    child = early.with_secrets(["child-secret-1"])
+    empty = Redactor()
+    token = f"at-{uuid.uuid4().hex}"
+    assert early.text(token) == token
+    register_secrets([token, "abc"])
+    for redactor in (early, child, empty, Redactor()):
+        assert redactor.text(f"Bearer {token}.") == f"Bearer {MASK}."
+        assert redactor.may_be_in_json(json.dumps({"t": token}))
+        assert redactor.data({"t": [token]}) == {"t": [MASK]}
+        assert token in redactor.secrets
+    assert "abc" not in early.secrets  # under MIN_LENGTH: never masked, as everywhere
+    assert early.text("given-secret-1 child-secret-1") == f"{MASK} child-secret-1"

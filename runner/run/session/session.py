@@ -136,10 +136,11 @@ class _State:
     executor: Any = None
     """The loop's tool executor when the task has hooks, skills or permissions (else the hub)."""
     children: list[str] = field(default_factory=list)
+    """Session ids of the sub-agents the task started (runner.run.agents)."""
     sandbox: TaskSandbox | None = None
     """What confines the task's commands (runner.run.guard.sandboxing)."""
     findings: FindingSink = field(default_factory=lambda: FindingSink(None))
-    """Session ids of the sub-agents the task started (runner.run.agents)."""
+    auth: Callable[[], list[Any]] = list  # the hub's AuthRecords, restarts included (DESIGN 26)
     grading: Grading | None = None
     """`success.rubric`: its grader's spending and last grade (runner.run.session.rubric)."""
 
@@ -222,6 +223,7 @@ async def _run_task(
         child_sessions=tuple(state.children),
         findings=state.findings.result(),
         grade=state.grading.last if state.grading else None,
+        mcp_auth=tuple(record.as_json() for record in state.auth()),
     )
 
 
@@ -253,6 +255,7 @@ async def _run(
         if state.sandbox is not None and state.sandbox.error is not None:
             raise state.sandbox.error  # before any server starts or the model is called
         async with hub:  # stops every server on the way out, cancellation included
+            state.auth = lambda: hub.auth
             skills = task_skills(
                 task, lambda line: _early_warning(state, ctx, redactor, f"[{task.name}] {line}")
             )
@@ -304,6 +307,8 @@ def _open_log(
     header = session_header(
         task, llm, ctx.run_id, resume.parent_id if resume else None, sandbox, system, tools
     )
+    if records := state.auth():
+        header["mcp_auth"] = [record.as_json() for record in records]
     state.log = SessionLogWriter.create(ctx.out_dir, header, redactor, events=ctx.events)
     for line in state.early_warnings:
         state.log.warning(line)
