@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from runner.errors import ConfigError
-from runner.llm.base import Message, Usage
+from runner.llm.base import Message, Usage, capped
 from runner.llm.inflight import streamed
 from runner.llm.models import lookup_model, max_output_tokens_for
 from runner.llm.native import NativeTools
@@ -117,7 +117,7 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
         from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
         idle_s = self._settings.retry.idle_timeout_s
-        planned = await self._window.plan(system, messages, self._max_output)
+        planned = await self._window.plan(system, messages, capped(self._max_output))
         parts: list[str] = []
         usage: Usage | None = None
         stop_reason: str | None = None
