@@ -115,7 +115,7 @@ class WorkspaceLimits(BaseModel):
 
 
 class SandboxSettings(BaseModel):
-    """How the commands of a task are confined (DESIGN 15, README "Sandbox"); a task's own
+    """How the commands of a task are confined (DESIGN 15, docs/sandbox.md); a task's own
     `sandbox:` keys override the config's."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -119,7 +119,7 @@ def said_with_flags(
 
     text = _RULE_FIELD.sub(flag, text)
     text = text.replace("set `model:` in the task,", "set `model:` in the config file,")
-    text = text.replace("(see the task file reference in the README)", "").rstrip()
+    text = text.replace("(see docs/task-files.md)", "").rstrip()
     if text == str(error):
         return error
     said = ConfigError(text)
