@@ -108,7 +108,7 @@ def said_with_flags(
     generated file's `path:line:` becomes `run -p:`, and a permission rule is named by its
     `--allow-tool`/`--deny-tool` flag (the file's rules are the flags', in order)."""
     text = str(error)
-    where = re.compile(re.escape(str(path)) + r"(?::\d+)*:? ?")
+    where = re.compile("^" + re.escape(str(path)) + r"(?::\d+)*: ?", re.MULTILINE)
     text = where.sub("run -p: ", text)
 
     def flag(match: re.Match[str]) -> str:

@@ -21,12 +21,10 @@ def validate(paths: Sequence[str], params: Mapping[str, str], config: Path | Non
     settings = load_settings(config_file=config)
     tasks, problems = load_for_validate(paths, params, settings)
     for task in tasks:
-        own = section_problems(task, settings)
-        problems += own
-        if task.spec.agents and not own:
-            # The agents' allowlists need the servers started, so only a task whose sections
-            # loaded is checked; every task that could be built is, whatever the others say
-            # (DESIGN 2: every problem at once).
+        problems += section_problems(task, settings)
+        if task.spec.agents:
+            # The agents' allowlists need the task's servers started: every task that could be
+            # built is checked, whatever the other checks found (DESIGN 2: every problem at once).
             problems += [str(problem) for problem in agent_problems(task, settings)]
     if problems:
         problems = list(dict.fromkeys(problems))  # a suite's defaults: said once
