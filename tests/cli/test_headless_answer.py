@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -153,27 +155,44 @@ def test_result_file_dash_is_stdout_and_the_console_moves_to_stderr(tmp_path: Pa
     assert not (root / "-").exists()
 
 
-def test_result_file_that_is_a_symlink_or_dev_stdout_is_written_through_not_replaced(
+def test_result_file_that_is_a_symlink_or_a_fifo_is_written_through_not_replaced(
     tmp_path: Path,
 ) -> None:
+    # A FIFO stands for `/dev/stdout` and other devices: on a runner that replaced the path, the
+    # test must not replace a device of the machine it runs on (as root, it could).
     root = _folder(tmp_path)
     target = root / "answers" / "answer.txt"
     target.parent.mkdir()
     target.write_text("old\n", encoding="utf-8")
     link = root / "answer-link.txt"
     link.symlink_to(target)
+    fifo = root / "answer.fifo"
+    os.mkfifo(fifo)
+    read: list[str] = []
+
+    def drain() -> None:
+        with fifo.open(encoding="utf-8") as handle:  # blocks until the runner opens it
+            read.append(handle.read())
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
     with FakeModelServer([*_read_notes(), *_read_notes()]) as server:
         linked = _cli(
-            root, server, "run", "-p", "Read it.", "--model", MODEL, "--result-file", str(link)
+            root, server, *("run", "-p", "Read it.", "--model", MODEL), "--result-file", str(link)
         )
-        device = _cli(
-            root, server, "run", "-p", "Read it.", "--model", MODEL, "--result-file", "/dev/stdout"
+        piped = _cli(
+            root, server, *("run", "-p", "Read it.", "--model", MODEL), "--result-file", str(fifo)
         )
+    if reader.is_alive():  # the runner never opened the FIFO: let the reader go
+        with fifo.open("w", encoding="utf-8"):
+            pass
+    reader.join(RUN_TIMEOUT_S)
     assert linked.returncode == 0, linked.stderr
     assert link.is_symlink() and os.readlink(link) == str(target)
     assert target.read_text(encoding="utf-8") == NOTES
-    assert device.returncode == 0, device.stderr
-    assert device.stdout == NOTES  # written through the pipe, once
+    assert piped.returncode == 0, piped.stderr
+    assert stat.S_ISFIFO(fifo.lstat().st_mode), "the FIFO was replaced by a regular file"
+    assert read == [NOTES]  # written through, once
 
 
 def test_result_file_that_cannot_be_written_through_is_refused_and_left_alone(
