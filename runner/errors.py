@@ -26,7 +26,7 @@ __all__ = [
 
 
 class ExitCode(IntEnum):
-    """Process exit codes, as documented in the README's table."""
+    """Process exit codes, as documented in docs/cli.md (and the README's table)."""
 
     OK = 0
     FAILED = 1

@@ -81,8 +81,9 @@ class ModelInfo(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    context_window: int = Field(gt=0)
-    """Tokens the model accepts in one request, prompt and reply together."""
+    context_window: int | None = Field(None, gt=0)
+    """Tokens the model accepts in one request, prompt and reply together; None = not said (a
+    local server's is asked for, or learned from its replies)."""
     input_usd_per_mtok: float = Field(0.0, ge=0)
     """Price per million input tokens."""
     output_usd_per_mtok: float = Field(0.0, ge=0)
@@ -95,6 +96,10 @@ class ModelInfo(BaseModel):
     """The model calls tools through its provider's tool API (`tool_mode: auto` picks native)."""
     max_output_tokens: int | None = Field(None, gt=0)
     """Largest reply per model call for this model; None = the run's `max_output_tokens`."""
+    max_concurrency: int | None = Field(None, gt=0)
+    """Requests sent to this model's server at once, across every task of the run (1 for a
+    server that runs one request at a time and interrupts it for the next: llama-cpp-python's
+    `interrupt_requests`); None = no limit of its own."""
 
 
 class WorkspaceLimits(BaseModel):
@@ -112,7 +117,7 @@ class WorkspaceLimits(BaseModel):
 
 
 class SandboxSettings(BaseModel):
-    """How the commands of a task are confined (DESIGN 15, README "Sandbox"); a task's own
+    """How the commands of a task are confined (DESIGN 15, docs/sandbox.md); a task's own
     `sandbox:` keys override the config's."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

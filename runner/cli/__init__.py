@@ -62,6 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # stdout is one JSON document (--output json) or the event stream (--events -).
         json_output = getattr(args, "output", "") == "json"
         taken = json_output or getattr(args, "events", "") == "-"
+        taken = taken or str(getattr(args, "result_file", "")) == "-"
         return report_error(exc, json_output=json_output, stdout_taken=taken)
     except BaseExceptionGroup as group:
         # Task groups wrap errors; an operator error inside one is still an operator error.

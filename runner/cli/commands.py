@@ -6,6 +6,7 @@ Each imports what it needs when it runs, so `--help` imports no SDK.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,11 +40,7 @@ def settings_and_options(args: argparse.Namespace) -> tuple[Settings, RunOptions
     from runner.settings import load_settings
     from runner.workspace import make_undumpable
 
-    if args.events == "-" and args.output == "json":
-        raise ConfigError(
-            "--events - and --output json both write to stdout: write the events to a file "
-            "(--events FILE) or drop --output json"
-        )
+    _one_stdout(args)
     task_overrides = TaskOverrides(
         max_turns=args.max_turns,
         max_tokens=args.max_tokens,
@@ -88,8 +85,26 @@ def settings_and_options(args: argparse.Namespace) -> tuple[Settings, RunOptions
     return settings, options
 
 
+def _one_stdout(args: argparse.Namespace) -> None:
+    """Refuse two flags that would both write to stdout."""
+    takers = []
+    if args.output == "json":
+        takers.append("--output json")
+    if args.events == "-":
+        takers.append("--events -")
+    if args.result_file is not None and str(args.result_file) == "-":
+        takers.append("--result-file -")
+    if len(takers) > 1:
+        raise ConfigError(
+            f"{' and '.join(takers)} all write to stdout: keep one, and give the other a file"
+            if len(takers) > 2
+            else f"{takers[0]} and {takers[1]} both write to stdout: give one of them a file"
+            " (--events FILE, --result-file FILE) or drop --output json"
+        )
+
+
 def run_command(args: argparse.Namespace) -> int:
-    from runner.run import run_tasks
+    from runner.run import PromptTask, run_tasks
 
     source: PromptTask | list[str] | None = _prompt_task(args)
     if source is None:
@@ -112,6 +127,8 @@ def run_command(args: argparse.Namespace) -> int:
             "both; drop one"
         )
     settings, options = settings_and_options(args)
+    if isinstance(source, PromptTask):
+        options = dataclasses.replace(options, print_result=True)
     return run_tasks(
         source,
         parse_params(args.param),

@@ -11,7 +11,17 @@ imports the chosen provider's module.
 
 from __future__ import annotations
 
-from runner.llm.base import LLM, Message, MessageChars, ProviderFactory, Reply, RetryEvent, Usage
+from runner.llm.base import (
+    LLM,
+    Message,
+    MessageChars,
+    ProviderFactory,
+    Reply,
+    RetryEvent,
+    Usage,
+    capped,
+    reply_cap,
+)
 from runner.llm.inflight import CHARS_PER_TOKEN, Activity, InFlight, activity, streamed, track
 from runner.llm.models import cost_usd, lookup_model, max_output_tokens_for
 from runner.llm.native import NativeCall, NativeResult, NativeTools, wire_name
@@ -33,12 +43,14 @@ __all__ = [
     "RetryEvent",
     "Usage",
     "activity",
+    "capped",
     "context_window_of",
     "cost_usd",
     "create_llm",
     "lookup_model",
     "max_output_tokens_for",
     "provider_names",
+    "reply_cap",
     "spec_problem",
     "split_spec",
     "streamed",

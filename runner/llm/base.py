@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -21,7 +23,29 @@ __all__ = [
     "Reply",
     "RetryEvent",
     "Usage",
+    "capped",
+    "reply_cap",
 ]
+
+_REPLY_CAP: contextvars.ContextVar[int | None] = contextvars.ContextVar("reply_cap", default=None)
+
+
+@contextlib.contextmanager
+def reply_cap(tokens: int | None) -> Iterator[None]:
+    """While inside, the model calls of this task ask for at most `tokens` output tokens: what
+    its token limit leaves after the prompt (`runner.run.turn`). A context variable, so that
+    concurrent tasks on one shared model instance each keep their own."""
+    token = _REPLY_CAP.set(tokens)
+    try:
+        yield
+    finally:
+        _REPLY_CAP.reset(token)
+
+
+def capped(max_output_tokens: int) -> int:
+    """`max_output_tokens`, or less when the task's token limit leaves less (`reply_cap`)."""
+    cap = _REPLY_CAP.get()
+    return max_output_tokens if cap is None else max(1, min(max_output_tokens, cap))
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ loaded on demand by the `load_skill` tool), and the catalogue of the tools on of
 """
 
 from runner.prompt.budget import BUDGET_TITLE, Budgeting
-from runner.prompt.builder import build_sections
+from runner.prompt.builder import APPENDED_SECTION, build_sections
 from runner.prompt.dynamic import HostFacts, host_facts
 from runner.prompt.rubric import (
     REQUEST_OPENING,
@@ -30,6 +30,7 @@ from runner.prompt.skills import (
 )
 
 __all__ = [
+    "APPENDED_SECTION",
     "BUDGET_TITLE",
     "REQUEST_OPENING",
     "Budgeting",

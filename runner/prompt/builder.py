@@ -12,7 +12,11 @@ from runner.prompt.sections import Section, default_prompts_dir, load_sections
 from runner.toolcall import ToolSpec
 from runner.workspace import DEFAULT_PROMPT_FILE_BYTES
 
-__all__ = ["build_sections"]
+__all__ = ["APPENDED_SECTION", "build_sections"]
+
+APPENDED_SECTION = "APPENDED"
+"""The section `--append-system-prompt` writes: the prompt's last, after the dynamic sections
+and the tool catalogue, as `claude --append-system-prompt` puts its text."""
 
 
 def build_sections(
@@ -28,12 +32,14 @@ def build_sections(
     native: bool = False,
 ) -> list[Section]:
     """Static (defaults, then `prompt_dirs`, then inline), dynamic, BUDGET AND CHECK (when
-    `budgeting` says anything), then the tool catalogue.
+    `budgeting` says anything), the tool catalogue, then APPENDED (when there is one).
 
     `render_sections` turns the list into the prompt text. `max_file_bytes` bounds each file
     read from the workdir (AGENTS.md, .gitignore). `native`: the catalogue of tool_mode native.
     """
     static = load_sections([default_prompts_dir(), *prompt_dirs], inline_sections)
+    last = [section for section in static if section.title == APPENDED_SECTION]
+    static = [section for section in static if section.title != APPENDED_SECTION]
     budget = [budget_section(budgeting)] if budgeting is not None else []
     budget = [section for section in budget if section.text]
     return [
@@ -41,4 +47,5 @@ def build_sections(
         *dynamic_sections(workdir, facts, max_file_bytes),
         *budget,
         *catalogue_sections(servers, tools, native),
+        *last,
     ]

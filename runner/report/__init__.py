@@ -43,7 +43,12 @@ from runner.report.repeats import (
     verdict_lost,
     verdicts,
 )
-from runner.report.results import result_file_name, write_result_file, write_results
+from runner.report.results import (
+    result_file_name,
+    result_text,
+    write_result_file,
+    write_results,
+)
 from runner.report.sarif import write_sarif
 from runner.report.summary import (
     EXIT_CODE_MEANINGS,
@@ -92,6 +97,7 @@ __all__ = [
     "verdict_lost",
     "verdicts",
     "write_outputs",
+    "result_text",
     "write_result_file",
     "write_results",
     "write_review",

@@ -11,13 +11,20 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
 from pathlib import Path
 
 from runner.atomic import write_text_atomic
 from runner.outcome import RunSummary
 from runner.redact import Redactor
 
-__all__ = ["RESULTS_DIR", "result_file_name", "write_result_file", "write_results"]
+__all__ = [
+    "RESULTS_DIR",
+    "result_file_name",
+    "result_text",
+    "write_result_file",
+    "write_results",
+]
 
 RESULTS_DIR = "results"
 """The folder under `--out` that holds the structured results."""
@@ -47,12 +54,28 @@ def write_results(summary: RunSummary, folder: Path, redactor: Redactor) -> None
         write_text_atomic(folder / result_file_name(outcome.label), text + "\n")
 
 
-def write_result_file(summary: RunSummary, path: Path, redactor: Redactor) -> None:
-    """`--result-file` (DESIGN 20): one task's final result text as it is (empty when it gave
-    none), or for several a JSON object of task name to result (null when none)."""
+def result_text(summary: RunSummary, redactor: Redactor) -> str:
+    """One task's final result text as it is (empty when it gave none), or for several a JSON
+    object of task name to result (null when none); masked."""
     if len(summary.outcomes) == 1:
-        text = redactor.text(summary.outcomes[0].result or "")
-    else:
-        results = {o.label: o.result for o in summary.outcomes}  # `task [i/K]` for a sample
-        text = json.dumps(redactor.data(results), indent=2, ensure_ascii=False) + "\n"
+        return redactor.text(summary.outcomes[0].result or "")
+    results = {o.label: o.result for o in summary.outcomes}  # `task [i/K]` for a sample
+    return json.dumps(redactor.data(results), indent=2, ensure_ascii=False) + "\n"
+
+
+def write_result_file(summary: RunSummary, path: Path, redactor: Redactor) -> None:
+    """`--result-file` (DESIGN 20): `result_text` into `path`.
+
+    `-` is stdout. An existing path that is not a regular file (a symlink, `/dev/stdout`, a
+    FIFO) is written through, as a shell's `>` would, never replaced by a regular file; one
+    that cannot be opened for writing is an OSError (reported, exit 4)."""
+    text = result_text(summary, redactor)
+    if str(path) == "-":
+        sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+        sys.stdout.flush()
+        return
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        with path.open("w", encoding="utf-8", errors="backslashreplace", newline="") as handle:
+            handle.write(text)
+        return
     write_text_atomic(path, text)

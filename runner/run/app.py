@@ -11,27 +11,23 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from runner import __version__
-from runner.errors import ExitCode, RunnerError, worst_exit_code
+from runner.errors import ConfigError, ExitCode, worst_exit_code
 from runner.fleet import open_governor, use_governor
 from runner.outcome import RunSummary, TaskOutcome
 from runner.redact import Redactor, on_registered, short_secret_warnings
 from runner.report import (
     GitHubActions,
     add_mask_lines,
-    check_output_block,
     error_annotation,
     exit_code_of,
     final_table,
     finding_annotations,
     findings_table,
-    group_end,
-    group_start,
-    rubric_block,
+    summary_json,
     summary_text,
-    task_finished_line,
     task_started_line,
     verdict_lost,
     write_outputs,
@@ -52,16 +48,22 @@ from runner.run.plan import (
     load_prompt_task,
     load_selected_tasks,
     prepare_jobs,
+    prompt_task_path,
+    said_with_flags,
     select_tasks,
     shard_samples,
 )
 from runner.run.resume import other_samples, resumed_jobs
 from runner.run.session import RunContext, check_isolation, run_in_isolation, run_task
 from runner.run.telemetry import (
+    Console,
     Progress,
     Watchdog,
     abandon_traces,
     annotate_run,
+    append_step_summary,
+    print_result,
+    report_finished,
     traced_run,
     traced_task,
 )
@@ -81,6 +83,24 @@ def run_tasks(
 ) -> int:
     """The `run` command: task files, or one `-p` prompt; `selection` is (`--filter` globs,
     `--shard`)."""
+    if not isinstance(paths, PromptTask):
+        return _run_tasks(paths, params, selection, model, settings, options)
+    try:
+        return _run_tasks(paths, params, selection, model, settings, options)
+    except ConfigError as error:  # about the generated task file: say it with the flags
+        path = prompt_task_path(paths, options.out)
+        overrides = options.overrides
+        raise said_with_flags(error, path, overrides.allow, overrides.deny) from None
+
+
+def _run_tasks(
+    paths: Sequence[str] | PromptTask,
+    params: Mapping[str, str],
+    selection: tuple[Sequence[str] | None, str | None],
+    model: str | None,
+    settings: Settings,
+    options: RunOptions,
+) -> int:
     if isinstance(paths, PromptTask):
         tasks = load_prompt_task(paths, params, settings, options.out)
     else:
@@ -134,9 +154,10 @@ def _execute(
         secrets.update(job.task.named_secrets)
     redactor = Redactor(secrets.values())
     github = GitHubActions.from_env(env)
-    # stdout holds one JSON document (--output json) or the event stream (--events -).
-    stream = sys.stderr if options.output == "json" or options.events == "-" else sys.stdout
-    console = _Console(redactor, stream, options.quiet)
+    # stdout holds one JSON document (--output json), the event stream (--events -) or the
+    # result text (run -p, --result-file -).
+    stream = sys.stderr if options.console_on_stderr else sys.stdout
+    console = Console(redactor, stream, options.quiet)
     for warning in short_secret_warnings(secrets):
         console.diagnostic(warning)
     if github is not None:
@@ -167,14 +188,27 @@ def _execute(
     watchdog.on_stuck = lambda sig: _write_stuck_reports(jobs, results, ctx, options, console, sig)
     ctx.events = EventStream.open(options.events) if options.events else None
     try:
-        outcomes = asyncio.run(
-            _run_all(
-                jobs, ctx, settings.jobs, options, console, github is not None, results, watchdog
-            )
-        )
+        return _finish(jobs, ctx, options, console, github, watchdog, results, carried)
     finally:
         if ctx.events is not None:
             ctx.events.close()
+
+
+def _finish(
+    jobs: list[Job],
+    ctx: RunContext,
+    options: RunOptions,
+    console: Console,
+    github: GitHubActions | None,
+    watchdog: Watchdog,
+    results: dict[int, TaskOutcome],
+    carried: Sequence[TaskOutcome],
+) -> int:
+    """Run the jobs, then write the reports and say the run's end on every stream."""
+    settings, redactor, run_id = ctx.settings, ctx.redactor, ctx.run_id
+    outcomes = asyncio.run(
+        _run_all(jobs, ctx, settings.jobs, options, console, github is not None, results, watchdog)
+    )
     if carried:  # a resumed repeated task: its samples side by side, in order
         outcomes = sorted([*carried, *outcomes], key=lambda o: (o.name, o.sample))
     junit = options.junit or options.out / "junit.xml"
@@ -193,17 +227,21 @@ def _execute(
     with watchdog.reporting():
         summary = _write_reports(summary, junit, redactor, console, options.result_file)
     watchdog.reports_written()
+    if ctx.events is not None:
+        ctx.events.run_end(redactor.data(summary_json(summary)))
     if options.output == "json":
         print(summary_text(summary, redactor))
     else:
         console.always(final_table(summary, redactor=redactor))
+    if options.result_on_stdout and str(options.result_file) != "-":
+        print_result(summary, redactor)
     if github is not None:
         failed = [line for o in outcomes if (line := error_annotation(o, redactor=redactor))]
         for line in [*failed, *finding_annotations(outcomes, redactor, len(failed))]:
             console.command(line)
         if github.step_summary is not None:
             write_step_summary(summary, github.step_summary, redactor)
-            _append(github.step_summary, findings_table(outcomes, redactor))
+            append_step_summary(github.step_summary, findings_table(outcomes, redactor))
         if github.output is not None:
             write_outputs(summary, github.output, redactor)
     return summary.exit_code
@@ -213,7 +251,7 @@ def _write_reports(
     summary: RunSummary,
     junit: Path,
     redactor: Redactor,
-    console: _Console,
+    console: Console,
     result_file: Path | None = None,
 ) -> RunSummary:
     """Write JUnit, then summary.json; one that cannot be written is reported and makes the exit
@@ -241,50 +279,12 @@ def _write_reports(
     return summary
 
 
-def _append(path: Path, text: str) -> None:
-    """Add `text` to the step summary when it stays under GitHub's 1 MiB."""
-    if text and (path.stat().st_size if path.exists() else 0) + len(text.encode()) < 1 << 20:
-        with path.open("a", encoding="utf-8") as handle:
-            handle.write(text)
-
-
-class _Console:
-    """Console lines, always redacted; `quiet` keeps only the final summary."""
-
-    def __init__(self, redactor: Redactor, stream: TextIO, quiet: bool) -> None:
-        self._redactor = redactor
-        self._stream = stream
-        self._quiet = quiet
-
-    def line(self, text: str) -> None:
-        if not self._quiet:
-            print(self._redactor.text(text), file=self._stream, flush=True)
-
-    def always(self, text: str) -> None:
-        print(self._redactor.text(text), file=self._stream, flush=True)
-
-    def commands(self, lines: list[str]) -> None:
-        """Several workflow commands, one a line."""
-        for line in lines:
-            self.command(line)
-
-    def command(self, text: str) -> None:
-        """A GitHub workflow command, as built (an `::add-mask::` line holds the secret it masks).
-
-        It goes where the console goes: stderr under `--output json`, whose stdout is one JSON
-        document; the Actions runner reads workflow commands from both streams of a step."""
-        print(text, file=self._stream, flush=True)
-
-    def diagnostic(self, text: str) -> None:
-        print(self._redactor.text(text), file=sys.stderr, flush=True)
-
-
 async def _run_all(
     jobs: list[Job],
     ctx: RunContext,
     concurrency: int,
     options: RunOptions,
-    console: _Console,
+    console: Console,
     github: bool,
     results: dict[int, TaskOutcome],
     watchdog: Watchdog,
@@ -317,7 +317,7 @@ async def _run_all(
                 )
                 outcome = await traced_task(job.task, job.llm, ctx.redactor, run)
             results[index] = outcome = job.as_sample(outcome)
-            _report_finished(outcome, console, ctx.redactor, github, options.verbose)
+            report_finished(outcome, console, ctx.redactor, github, options.verbose)
             failed = outcome.status != "passed"
             # A failed sample stops the run only once its task can no longer pass.
             if options.fail_fast and failed and verdict_lost(outcome, results.values(), rate):
@@ -381,7 +381,7 @@ def _write_stuck_reports(
     results: dict[int, TaskOutcome],
     ctx: RunContext,
     options: RunOptions,
-    console: _Console,
+    console: Console,
     sig: signal.Signals,
 ) -> None:
     """The watchdog's reports, when the run did not stop within the grace period of a signal."""
@@ -414,37 +414,3 @@ async def _close_models(jobs: list[Job]) -> None:
         if close is not None:
             with contextlib.suppress(Exception):  # closing is best effort; results are in
                 await close()
-
-
-def _report_finished(
-    outcome: TaskOutcome, console: _Console, redactor: Redactor, github: bool, verbose: bool
-) -> None:
-    line = task_finished_line(outcome, redactor=redactor)
-    line += "\n" + check_output_block(outcome, redactor=redactor) if outcome.check_output else ""
-    line += "\n" + rubric_block(outcome, redactor=redactor) if outcome.kind == "rubric" else ""
-    transcript = _transcript(outcome) if (github or verbose) else ""
-    if not github:
-        # `-q` keeps why a task did not pass: the final table has no reasons.
-        (console.line if outcome.status == "passed" else console.always)(line)
-        if transcript:
-            console.line(transcript)
-        return
-    # On GitHub Actions the transcript is folded in a group under the task's result line.
-    console.line(group_start(f"{outcome.name}: {outcome.status}"))
-    # A line the model or a check wrote that starts with `::` must not run as a workflow command
-    # (an `::error` of its own making): commands stay off until an unguessable token.
-    token = uuid.uuid4().hex
-    console.line(f"::stop-commands::{token}\n{line}\n{transcript or f'result: {outcome.result}'}")
-    console.line(f"::{token}::")
-    console.line(group_end())
-
-
-def _transcript(outcome: TaskOutcome) -> str:
-    if outcome.session_log is None:
-        return ""
-    from runner.sessionlog import show_text
-
-    try:
-        return show_text(outcome.session_log).rstrip()
-    except RunnerError as error:  # an unreadable log must not hide the run's reports
-        return f"(transcript unavailable: {error})"

@@ -4,7 +4,9 @@ Each record is one JSON line, `{"task": NAME, "session_id": ID, "record": LINE}`
 the log's line exactly as written (so masked exactly like the log: it is the same text, never a
 second rendering) and `NAME` the task's name as the log's header has it. Every line is flushed
 as it is written, for readers such as `jq -c` or a CI step's live view; a reader that goes away
-does not stop the run.
+does not stop the run. The last line is the run's end: `{"task": null, "session_id": null,
+"record": {"type": "run_end", ...}}` with the exit code and totals (as `claude -p`'s stream-json
+ends with its result record).
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from __future__ import annotations
 import json
 import sys
 import threading
+from collections.abc import Mapping
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from runner.errors import ConfigError
 from runner.sessionlog.format import LogWriteError
@@ -46,7 +49,16 @@ class EventStream:
     def record(self, task: str, session_id: str, line: str) -> None:
         """Stream one log line (JSON text as written to the log, without its newline)."""
         head = json.dumps({"task": task, "session_id": session_id}, ensure_ascii=False)
-        text = f'{head[:-1]}, "record": {line}}}\n'
+        self._write(f'{head[:-1]}, "record": {line}}}\n')
+
+    def run_end(self, record: Mapping[str, Any]) -> None:
+        """The stream's last line: the run's end (`type: run_end`, its exit code, counts and
+        totals, each task's status and result), after every session's records, with `task` and
+        `session_id` null. `record` is masked by the caller."""
+        line = json.dumps({"type": "run_end", **record}, ensure_ascii=False)
+        self._write(f'{{"task": null, "session_id": null, "record": {line}}}\n')
+
+    def _write(self, text: str) -> None:
         with self._lock:
             if self._handle is None:
                 return

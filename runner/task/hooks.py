@@ -81,6 +81,6 @@ def parse_config_hooks(data: Mapping[str, Any]) -> Hooks:
             where = ".".join(str(part) for part in error["loc"])
             lines.append(f"setting hooks.{where}: {error['msg'].removeprefix('Value error, ')}")
         raise ConfigError(
-            "invalid hooks in the config file (see the README's Hooks section):\n  "
+            "invalid hooks in the config file (see docs/hooks-and-skills.md):\n  "
             + "\n  ".join(lines)
         ) from None

@@ -16,7 +16,7 @@ from runner.task.yamlsource import Path_
 
 __all__ = ["REFERENCE_HINT", "explain_errors", "without_bad_keys"]
 
-REFERENCE_HINT = "see the task file reference in the README"
+REFERENCE_HINT = "see docs/task-files.md"
 _UNION_MEMBERS = {"str": "text", "int": "an integer", "float": "a number", "bool": "true/false"}
 _NEEDED_KEYS = frozenset({"name", "prompt", "workdir", "params"})
 """Keys a task cannot be checked further without: the rest can be left out once reported."""

@@ -234,7 +234,8 @@ def test_events_dash_streams_each_record_to_stdout_while_the_task_runs(tmp_path:
                 rest.append(json.loads(line))  # every stdout line is a record: nothing else
         finally:
             kill(process)
-    assert rest[-1]["record"]["type"] == "end" and rest[-1]["record"]["status"] == "passed"
+    assert rest[-2]["record"]["type"] == "end" and rest[-2]["record"]["status"] == "passed"
+    assert rest[-1]["record"]["type"] == "run_end" and rest[-1]["record"]["exit_code"] == 0
 
 
 def _env(root: Path, server: FakeModelServer) -> dict[str, str]:

@@ -86,7 +86,9 @@ def test_max_turns_stops_the_task_with_exit_code_5(runs: dict[str, Done]) -> Non
 
 def test_max_tokens_stops_the_task_with_exit_code_5(runs: dict[str, Done]) -> None:
     assert_stopped_by(runs["tokens"], "tokens")
-    assert len(runs["tokens"].requests) == 2
+    # A token limit is hard: no tools-off request for a final report past it (its prompt alone
+    # would pass the limit again).
+    assert len(runs["tokens"].requests) == 1
 
 
 def test_max_cost_usd_stops_the_task_with_exit_code_5(runs: dict[str, Done]) -> None:

@@ -171,8 +171,8 @@ def test_a_child_cannot_spend_past_the_parents_token_limit(module_dir: Path) -> 
     end = children["reader"].end
     assert end is not None and end["status"] == "budget_exceeded"
     assert "the parent's token limit" in end["reason"]
-    # Parent, child, then the parent's one tools-off request for a final report (DESIGN 12).
-    assert len(done.requests) == 3
+    # Parent, child; no tools-off request for a final report past a token limit.
+    assert len(done.requests) == 2
 
 
 def test_max_parallel_agents_one_runs_the_children_one_after_the_other(

@@ -37,8 +37,14 @@ SCENARIOS = {
     ),
     "report_by_completion": Scenario(
         # The model calls attempt_completion anyway: its result is the report.
+        # gpt-4.1 input is $2 per million tokens: one call of 1000 tokens costs $0.002.
+        task={**NO_WORKSPACE, "limits": {"max_cost_usd": 0.001}},
+        steps=[reply("Thinking.", input_tokens=1000), complete(REPORT)],
+    ),
+    "tokens": Scenario(
+        # A token limit is hard, as the run's cost cap: the report's prompt would pass it again.
         task={**NO_WORKSPACE, "limits": {"max_tokens": 100}},
-        steps=[reply("Thinking.", input_tokens=500), complete(REPORT)],
+        steps=[reply("Thinking.", input_tokens=500), reply(REPORT)],
     ),
     "time": Scenario(
         # Every reply is the report plus a long command, so the test holds wherever the limit
@@ -98,8 +104,16 @@ def test_a_completion_call_in_the_last_reply_gives_its_result_as_the_report(
 ) -> None:
     done = runs["report_by_completion"]
     assert done.code == 5, done.explain()
-    assert done.task()["kind"] == "tokens"
+    assert done.task()["kind"] == "cost"
     assert done.task()["result"] == REPORT
+
+
+def test_no_last_request_passes_the_tasks_token_limit(runs: dict[str, Done]) -> None:
+    done = runs["tokens"]
+    assert done.code == 5, done.explain()
+    assert done.task()["kind"] == "tokens"
+    assert len(done.requests) == 1
+    assert done.task()["result"] == ""
 
 
 def test_the_time_limit_also_ends_with_a_final_report(runs: dict[str, Done]) -> None:

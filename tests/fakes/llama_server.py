@@ -17,6 +17,13 @@ first, and stops at `length` (with the usage it reports); and a prompt over the 
 inside the stream: a 200 whose stream ends with no event, no finish reason and no error text.
 
 Every chat request is recorded with its prompt size and `max_tokens` (`LlamaServer.seen`).
+
+Two more of llama-cpp-python's ways, on request: `no_usage` (its streams carry no usage at all,
+so the runner only has its own estimates), and `interrupt_requests` (its server's flag, on by
+default there): a stream still running when another request arrives ends at once with `[DONE]`
+and no finish reason (counted in `LlamaServer.cuts`). So that a second request can arrive while
+one streams, each stream waits after its first event until another request arrives, or for
+`rival_wait_s`.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -69,6 +77,13 @@ class _LlamaState(_State):
     error_in_stream: bool = False
     flavour: Flavour = "llama.cpp"
     seen: list[Seen] = field(default_factory=list)
+    interrupt_requests: bool = False
+    rival_wait_s: float = 0.5
+    arrivals: int = 0
+    """Chat requests received so far (the later ones interrupt a running stream)."""
+    cuts: int = 0
+    """Streams ended by a later request."""
+    rivals: threading.Condition = field(default_factory=threading.Condition)
 
     def take(self, request: RecordedRequest) -> Step | None:
         if self.script is not None:  # recorded all the same: the tests read what was sent
@@ -107,6 +122,12 @@ class _LlamaHandler(_Handler):
         rejected = tokens > state.n_ctx
         with state.lock:
             state.seen.append(Seen(tokens, limit if isinstance(limit, int) else None, rejected))
+        with state.rivals:
+            self._arrival = state.arrivals
+            self._sent = 0
+            self._cut = False
+            state.arrivals += 1
+            state.rivals.notify_all()
         if rejected:
             self._overflow(state, tokens, bool(body.get("stream")))
             return
@@ -141,9 +162,32 @@ class _LlamaHandler(_Handler):
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 
+    def _chunk(self, data: bytes) -> None:
+        state = self.server.state
+        assert isinstance(state, _LlamaState)
+        if not state.interrupt_requests:
+            super()._chunk(data)
+            return
+        if self._cut:
+            return  # the rest of the reply, its finish reason among it, is never sent
+        with state.rivals:
+            if self._sent == 1:  # after the first event: let a second request arrive
+                state.rivals.wait_for(
+                    lambda: state.arrivals > self._arrival + 1, state.rival_wait_s
+                )
+            interrupted = state.arrivals > self._arrival + 1
+            if interrupted:
+                state.cuts += 1
+        self._sent += 1
+        if interrupted:
+            self._cut = True
+            super()._chunk(b"data: [DONE]\n\n")
+            return
+        super()._chunk(data)
+
 
 def _generating(
-    script: Callable[[Any], Step], n_ctx: int, chars_per_token: float
+    script: Callable[[Any], Step], n_ctx: int, chars_per_token: float, no_usage: bool = False
 ) -> Callable[[Any], Step]:
     """`script` with generation as a server does it: a reply longer than `max_tokens`, or than
     the room the window leaves, is cut there and stops at `length`; usage counts the prompt."""
@@ -161,9 +205,15 @@ def _generating(
         if wanted > room:
             text = step.text[: int(room * chars_per_token)]
             return dataclasses.replace(
-                step, text=text, input_tokens=prompt, output_tokens=room, stop_reason="length"
+                step,
+                text=text,
+                input_tokens=prompt,
+                output_tokens=room,
+                stop_reason="length",
+                fault=step.fault or ("no_usage" if no_usage else None),
             )
-        return dataclasses.replace(step, input_tokens=prompt, output_tokens=wanted)
+        fault = step.fault or ("no_usage" if no_usage else None)
+        return dataclasses.replace(step, input_tokens=prompt, output_tokens=wanted, fault=fault)
 
     return answer
 
@@ -189,11 +239,14 @@ class LlamaServer(FakeModelServer):
         chars_per_token: float = 4.0,
         error_in_stream: bool = False,
         flavour: Flavour = "llama.cpp",
+        no_usage: bool = False,
+        interrupt_requests: bool = False,
+        rival_wait_s: float = 0.5,
     ) -> None:
         """`script(body)` answers each chat request that fits."""
         super().__init__()
         if flavour == "llama-cpp-python":
-            script = _generating(script, n_ctx, chars_per_token)
+            script = _generating(script, n_ctx, chars_per_token, no_usage)
         state = _LlamaState(
             self._state.steps,
             None,
@@ -202,6 +255,8 @@ class LlamaServer(FakeModelServer):
             chars_per_token=chars_per_token,
             error_in_stream=error_in_stream,
             flavour=flavour,
+            interrupt_requests=interrupt_requests,
+            rival_wait_s=rival_wait_s,
         )
         self._serve_with(state, _LlamaHandler)
 
@@ -212,3 +267,11 @@ class LlamaServer(FakeModelServer):
         assert isinstance(state, _LlamaState)
         with state.lock:
             return list(state.seen)
+
+    @property
+    def cuts(self) -> int:
+        """Streams a later request interrupted (`interrupt_requests`)."""
+        state = self._state
+        assert isinstance(state, _LlamaState)
+        with state.rivals:
+            return state.cuts

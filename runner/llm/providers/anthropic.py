@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from runner.errors import ConfigError
-from runner.llm.base import Message, Usage
+from runner.llm.base import Message, Usage, capped
 from runner.llm.inflight import streamed
 from runner.llm.models import lookup_model, max_output_tokens_for
 from runner.llm.native import NativeTools
@@ -130,7 +130,7 @@ class AnthropicMessages(SdkProvider["anthropic.AsyncAnthropic"]):
         async with IdleWatch(idle_s, self._target.base_url) as watch:
             stream = await client.messages.create(
                 model=self.model,
-                max_tokens=self._max_output,
+                max_tokens=capped(self._max_output),
                 system=cast("list[TextBlockParam]", cached_system),
                 messages=cast("list[MessageParam]", wire),
                 stream=True,

@@ -24,7 +24,13 @@ with fewer output tokens than were asked for was stopped by the window, not the 
 window is the prompt plus that output. And a stream that ends with no finish reason and no error
 on a request larger than any that succeeded is taken as an overflow once
 (`ContextWindow.broken_stream`): the loop compacts and sends again, instead of the same request
-being retried until the attempts run out.
+being retried until the attempts run out. Without usage in the stream (llama-cpp-python sends
+none), the estimated counts teach it, when the reply fell clearly short of the limit.
+
+A learned window is never smaller than a prompt plus reply the server completed. A stream cut
+while another request to the same server was in flight is an interruption, not an overflow
+(`Slots`): retried, with one request at a time from then on; `max_concurrency` in the model
+table sets that limit up front.
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ from typing import Any
 from runner.errors import ContextLengthError
 from runner.llm.base import LLM, Message, MessageChars, Usage
 from runner.llm.models import lookup_model
-from runner.llm.providers.streaming import CHARS_PER_TOKEN
+from runner.llm.providers.streaming import CHARS_PER_TOKEN, Slot, Slots
 from runner.llm.retry import CallError
 from runner.settings import ModelInfo
 
@@ -65,6 +71,8 @@ PROBE_TIMEOUT_S = 5.0
 PROBE_MAX_BYTES = 4_000_000
 """A larger answer is ignored (OpenRouter's model list is about 1 MB)."""
 _LARGEST_WINDOW = 100_000_000
+_ESTIMATE_SHORT = 0.9
+"""An estimated output below this share of `max_tokens` was stopped by the window."""
 _PROBES: dict[str, concurrent.futures.Future[ServerFacts]] = {}
 _PROBES_LOCK = threading.Lock()
 
@@ -237,7 +245,10 @@ class ContextWindow:
         base_url: str | None,
         api_key: str | None,
     ) -> None:
-        configured = any(model == key or model.startswith(key + "-") for key in overrides)
+        configured = any(
+            (model == key or model.startswith(key + "-")) and entry.context_window is not None
+            for key, entry in overrides.items()
+        )
         info = lookup_model(model, overrides)
         self._model = model
         self._window: int | None = info.context_window if info else None
@@ -249,6 +260,10 @@ class ContextWindow:
         self._chars = MessageChars()
         self._largest_ok: int | None = None
         """The largest prompt (estimated tokens) of a request that succeeded."""
+        self._largest_done = 0
+        """The largest prompt plus reply the server completed: the window holds at least it."""
+        self.slots = Slots(info.max_concurrency if info else None)
+        """The requests in flight to the server (`max_concurrency` from the model table)."""
         self._may_guess_overflow = True
         """One overflow guess per success: a second reasonless end in a row is a broken stream."""
 
@@ -296,26 +311,53 @@ class ContextWindow:
         limit when the real count did not)."""
         self._largest_ok = max(self._largest_ok or 0, planned.prompt_tokens)
         self._may_guess_overflow = True
-        if stop_reason != "length" or usage.estimated or self._window is not None:
+        prompt = planned.prompt_tokens if usage.estimated else usage.input_tokens
+        prompt += 0 if usage.estimated else usage.cache_read_tokens
+        self._largest_done = max(self._largest_done, prompt + usage.output_tokens)
+        if stop_reason != "length" or self._window is not None:
             return  # only an unknown window is learned: config, the server or the table said it
-        if usage.output_tokens >= planned.max_tokens:
+        # An estimated output (a server that streams no usage, as llama-cpp-python's) may fall
+        # short of a limit the real count reached: only a clear shortfall says "the window".
+        limit = planned.max_tokens * (_ESTIMATE_SHORT if usage.estimated else 1.0)
+        if usage.output_tokens >= limit:
             return  # the limit stopped it, not the window
-        window = usage.input_tokens + usage.cache_read_tokens + usage.output_tokens
+        counted = "estimated " if usage.estimated else ""
         self._learn(
-            window,
-            f"a reply stopped at `length` after {usage.output_tokens} of the"
+            prompt + usage.output_tokens,
+            f"a reply stopped at `length` after {usage.output_tokens} {counted}of the"
             f" {planned.max_tokens} output tokens asked for",
         )
 
-    def broken_stream(self, planned: Planned) -> CallError:
+    def broken_stream(self, planned: Planned, slot: Slot | None = None) -> CallError:
         """The error for a stream that ended with no finish reason and no error text.
 
-        On a request larger than any that succeeded it is taken as a context overflow (some
+        A stream another request to the server ran beside (`slot.overlapped`) was interrupted
+        by it (llama-cpp-python's `interrupt_requests`): retried, and requests to the server go
+        one at a time from then on. Otherwise, on a request larger than any that succeeded and
+        than the largest exchange the server completed, it is taken as a context overflow (some
         servers, llama-cpp-python's among them, raise inside the stream and just end it): the
         window is taken as at most this prompt, and the loop compacts and sends once more. Once
         per success: otherwise, and on the first request, it is a broken stream, retried."""
+        if slot is not None and slot.overlapped:
+            if self.slots.serialize():
+                _log.info(
+                    "requests to %s: one at a time from now on (a stream was cut while another"
+                    " request was in flight)",
+                    self._model,
+                )
+            return CallError(
+                "broken_stream",
+                "the stream ended with no finish reason while another request to the server"
+                " was in flight: taken as the server interrupting it (llama-cpp-python's"
+                " interrupt_requests), retried with one request at a time",
+            )
         largest = self._largest_ok
-        if not self._may_guess_overflow or largest is None or planned.prompt_tokens <= largest:
+        if (
+            not self._may_guess_overflow
+            or largest is None
+            or planned.prompt_tokens <= largest
+            or planned.prompt_tokens < self._largest_done
+        ):
             return CallError("broken_stream", "stream ended before its finish_reason")
         self._may_guess_overflow = False
         if not self._configured and (self._window is None or self._window > planned.prompt_tokens):
@@ -333,6 +375,8 @@ class ContextWindow:
         )
 
     def _learn(self, window: int, why: str) -> None:
+        # Never below what the server has done: it completed a prompt plus reply that large.
+        window = max(window, self._largest_done)
         _log.info("context window of %s: %d tokens, learned (%s)", self._model, window, why)
         self._window = window
         self._strict = True

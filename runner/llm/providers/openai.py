@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from runner.errors import ConfigError
-from runner.llm.base import Message, Usage
+from runner.llm.base import Message, Usage, capped
 from runner.llm.inflight import streamed
 from runner.llm.models import lookup_model, max_output_tokens_for
 from runner.llm.native import NativeTools
@@ -20,7 +20,7 @@ from runner.llm.providers.context_window import ContextWindow
 from runner.llm.providers.native_wire import OpenAICalls, openai_messages, openai_tools
 from runner.llm.providers.promptcache import prompt_cache_key, sends_prompt_cache_key
 from runner.llm.providers.sdk_provider import Attempt, SdkProvider
-from runner.llm.providers.streaming import IdleWatch, ack_promptly, estimate_usage
+from runner.llm.providers.streaming import IdleWatch, Slot, ack_promptly, estimate_usage
 from runner.llm.retry import CallError, CallTarget, Sleep, stream_error
 from runner.settings import Settings
 
@@ -113,11 +113,17 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
     async def _stream(
         self, system: str, messages: Sequence[Message], tools: NativeTools | None
     ) -> Attempt:
+        async with self._window.slots.request() as slot:
+            return await self._stream_in(system, messages, tools, slot)
+
+    async def _stream_in(
+        self, system: str, messages: Sequence[Message], tools: NativeTools | None, slot: Slot
+    ) -> Attempt:
         import openai
         from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
         idle_s = self._settings.retry.idle_timeout_s
-        planned = await self._window.plan(system, messages, self._max_output)
+        planned = await self._window.plan(system, messages, capped(self._max_output))
         parts: list[str] = []
         usage: Usage | None = None
         stop_reason: str | None = None
@@ -170,7 +176,7 @@ class OpenAIChat(SdkProvider["openai.AsyncOpenAI"]):
         text = "".join(parts)
         if stop_reason is None:
             # No finish reason and no error text: an overflow the server could not word, maybe.
-            raise self._window.broken_stream(planned)
+            raise self._window.broken_stream(planned, slot)
         usage = usage or estimate_usage(system, messages, text)
         self._window.succeeded(planned, usage, stop_reason)
         return text, usage, stop_reason, model, calls.calls() if calls is not None else ()

@@ -1,12 +1,15 @@
 """Helpers the streaming providers share: idle timeouts per chunk, the drain of a finished
-stream, and usage estimates."""
+stream, usage estimates, and `Slots`: the requests in flight to one server, at most
+`max_concurrency` at once (DESIGN 23: llama-cpp-python's server cuts a running stream when another
+request arrives)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Protocol, Self
 
@@ -21,6 +24,8 @@ __all__ = [
     "Drains",
     "IDLE_SLACK",
     "IdleWatch",
+    "Slot",
+    "Slots",
     "ack_promptly",
     "estimate_tokens",
     "estimate_usage",
@@ -180,3 +185,56 @@ def estimate_usage(system: str, messages: Sequence[Message], reply: str) -> Usag
     """Estimated usage of one call, flagged as estimated."""
     prompt = estimate_tokens(system) + sum(-(-m.chars // CHARS_PER_TOKEN) for m in messages)
     return Usage(input_tokens=prompt, output_tokens=estimate_tokens(reply), estimated=True)
+
+
+@dataclass
+class Slot:
+    """One request in flight; `overlapped` once another request to the server ran beside it."""
+
+    overlapped: bool = False
+
+
+class Slots:
+    """The requests in flight to one server (one model of one provider instance, which every
+    task on the model shares), at most `limit` at once (None: no limit).
+
+    A request that another one ran beside (`Slot.overlapped`) and that then ended with no finish
+    reason was cut by the server, not by its size: llama-cpp-python ends the running stream when
+    a new request arrives (its `interrupt_requests`, on by default). `serialize` lowers the
+    limit to one request at a time from then on."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = limit
+        self._active: list[Slot] = []
+        self._freed: asyncio.Condition | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _condition(self) -> asyncio.Condition:
+        loop = asyncio.get_running_loop()
+        if self._freed is None or self._loop is not loop:
+            self._freed, self._loop = asyncio.Condition(), loop
+        return self._freed
+
+    @contextlib.asynccontextmanager
+    async def request(self) -> AsyncIterator[Slot]:
+        """Hold a slot for one request (waiting for one while `limit` are in flight)."""
+        freed = self._condition()
+        async with freed:
+            await freed.wait_for(lambda: self.limit is None or len(self._active) < self.limit)
+            slot = Slot(overlapped=bool(self._active))
+            for other in self._active:
+                other.overlapped = True
+            self._active.append(slot)
+        try:
+            yield slot
+        finally:
+            self._active.remove(slot)
+            async with freed:
+                freed.notify_all()
+
+    def serialize(self) -> bool:
+        """One request at a time from now on; False when that was already so."""
+        if self.limit == 1:
+            return False
+        self.limit = 1
+        return True

@@ -55,11 +55,17 @@ def agent_tool(agents: Mapping[str, AgentSpec], parallel: int) -> ToolSpec:
 
 
 def offered_tools(task: Task, tools: Sequence[ToolSpec], depth: int = 0) -> list[ToolSpec]:
-    """`tools` plus `sub_agent` when the task has agents and `depth` allows one more level."""
+    """`tools` plus `sub_agent` when the task has agents and `depth` allows one more level,
+    less the tools a bare deny rule (`execute_command`, `--deny-tool execute_command`: every
+    call refused) names: such a tool is not offered, as under `tools.deny`, instead of being
+    offered and refused at each call."""
     limits = task.spec.limits
-    if not task.spec.agents or depth >= limits.max_depth:
-        return list(tools)
-    return [*tools, agent_tool(task.spec.agents, limits.max_parallel_agents)]
+    offered = list(tools)
+    if task.spec.agents and depth < limits.max_depth:
+        offered.append(agent_tool(task.spec.agents, limits.max_parallel_agents))
+    _, deny = task.spec.permissions.rules()
+    whole = [rule for rule in deny if rule.argument is None]
+    return [spec for spec in offered if not any(rule.names(spec.name) for rule in whole)]
 
 
 def agent_concurrency(task: Task) -> Concurrency:

@@ -106,7 +106,7 @@ async def task_sandbox(
         reason = f"no sandbox backend works on this host: {found.reason}"
         if spec.mode == "required":
             error = SandboxUnavailable(
-                f"sandbox mode is required, but {reason}; see the README's Sandbox section"
+                f"sandbox mode is required, but {reason}; see docs/sandbox.md"
             )
             yield TaskSandbox(SandboxRecord("unavailable", reason=found.reason), error)
             return
@@ -134,9 +134,7 @@ async def task_sandbox(
         names = ", ".join(record.missing)
         what = f"the {found.backend} sandbox does not confine {names} here ({record.reason})"
         if spec.mode == "required":
-            error = SandboxUnavailable(
-                f"sandbox mode is required, but {what}; see the README's Sandbox section"
-            )
+            error = SandboxUnavailable(f"sandbox mode is required, but {what}; see docs/sandbox.md")
             yield TaskSandbox(dataclasses.replace(record, status="unavailable"), error)
             return
         _warn_once(say, what, "commands run with what it does confine (sandbox mode auto)")

@@ -11,13 +11,20 @@ task of `run -p`; `overrides` are the command line's task limits and policy over
 
 from __future__ import annotations
 
-from runner.run.plan.adhoc import PromptTask, load_prompt_task
+from runner.prompt import APPENDED_SECTION
+from runner.run.plan.adhoc import (
+    PROMPT_TASK_DESCRIPTION,
+    PromptTask,
+    load_prompt_task,
+    prompt_task_path,
+    said_with_flags,
+)
 from runner.run.plan.inspect import annotate_config_error, print_prompt, report_error, validate
 from runner.run.plan.jobs import Job, RunOptions, prepare_jobs
 from runner.run.plan.listing import list_tasks, task_rows
 from runner.run.plan.loading import check_sections, load_selected_tasks
 from runner.run.plan.outdir import check_out_dir
-from runner.run.plan.overrides import APPENDED_SECTION, TaskOverrides
+from runner.run.plan.overrides import TaskOverrides
 from runner.run.plan.samples import (
     expand_samples,
     shard_samples,
@@ -27,6 +34,9 @@ from runner.run.plan.samples import (
 from runner.run.plan.selection import parse_shard, select_tasks, shard_of
 
 __all__ = [
+    "PROMPT_TASK_DESCRIPTION",
+    "prompt_task_path",
+    "said_with_flags",
     "APPENDED_SECTION",
     "Job",
     "PromptTask",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -25,7 +25,16 @@ from runner.run.plan.loading import load_selected_tasks
 from runner.settings import Settings
 from runner.task import Task
 
-__all__ = ["PromptTask", "load_prompt_task"]
+__all__ = [
+    "PROMPT_TASK_DESCRIPTION",
+    "PromptTask",
+    "load_prompt_task",
+    "prompt_task_path",
+    "said_with_flags",
+]
+
+PROMPT_TASK_DESCRIPTION = "a prompt given on the command line (run -p)"
+"""The `description:` of a task file `run -p` wrote (resume finds such a file beside its log)."""
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*\}\}")
@@ -55,13 +64,13 @@ def load_prompt_task(
     workdir = source.workdir.resolve()
     if not workdir.is_dir():
         raise ConfigError(f"--workdir {source.workdir}: no such folder")
-    path = (out / "tasks" / f"{source.name}.yaml").resolve()
+    path = prompt_task_path(source, out)
     _check_same_repository(path, workdir, out)
     redactor = Redactor(settings.secret_values())
     prompt = redactor.text(source.prompt)
     data = {
         "name": source.name,
-        "description": "a prompt given on the command line (run -p)",
+        "description": PROMPT_TASK_DESCRIPTION,
         "prompt": prompt,
         "workdir": os.path.relpath(workdir, path.parent),
         # `{{...}}` in a prompt is text, not a param: each is declared with itself as its value.
@@ -82,6 +91,40 @@ def load_prompt_task(
         spec = {"prompt": source.prompt}
         tasks = [replace(task, spec=task.spec.model_copy(update=spec)) for task in tasks]
     return tasks
+
+
+def prompt_task_path(source: PromptTask, out: Path) -> Path:
+    """Where `run -p` writes the task file of `source`."""
+    return (out / "tasks" / f"{source.name}.yaml").resolve()
+
+
+_RULE_FIELD = re.compile(r"\bpermissions\.(allow|deny)\[(\d+)\]")
+
+
+def said_with_flags(
+    error: ConfigError, path: Path, allow: Sequence[str], deny: Sequence[str]
+) -> ConfigError:
+    """`error` about the task file `run -p` wrote, said in the words the user typed: the
+    generated file's `path:line:` becomes `run -p:`, and a permission rule is named by its
+    `--allow-tool`/`--deny-tool` flag (the file's rules are the flags', in order)."""
+    text = str(error)
+    where = re.compile("^" + re.escape(str(path)) + r"(?::\d+)*: ?", re.MULTILINE)
+    text = where.sub("run -p: ", text)
+
+    def flag(match: re.Match[str]) -> str:
+        kind, index = match.group(1), int(match.group(2))
+        rules = allow if kind == "allow" else deny
+        rule = rules[index] if index < len(rules) else "?"
+        return f"--{kind}-tool {rule!r}"
+
+    text = _RULE_FIELD.sub(flag, text)
+    text = text.replace("set `model:` in the task,", "set `model:` in the config file,")
+    text = text.replace("(see docs/task-files.md)", "").rstrip()
+    if text == str(error):
+        return error
+    said = ConfigError(text)
+    said.__cause__ = error.__cause__
+    return said
 
 
 def _check_same_repository(path: Path, workdir: Path, out: Path) -> None:

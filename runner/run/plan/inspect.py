@@ -27,10 +27,10 @@ def validate(paths: Sequence[str], params: Mapping[str, str], config: Path | Non
         if model and (grading := self_grading_problem(task, model, settings)):
             line, column = task.where(("success", "rubric", "grader")) if task.where else (1, 1)
             problems.append(f"{task.file}:{line}:{column}: {grading}")
-    if not problems:
-        # The agents' allowlists need the servers started: only for tasks that are otherwise fine.
-        found = [p for task in tasks if task.spec.agents for p in agent_problems(task, settings)]
-        problems += [str(problem) for problem in found]
+        if task.spec.agents:
+            # The agents' allowlists need the task's servers started: every task that could be
+            # built is checked, whatever the other checks found (DESIGN 2: every problem at once).
+            problems += [str(problem) for problem in agent_problems(task, settings)]
     if problems:
         problems = list(dict.fromkeys(problems))  # a suite's defaults: said once
         for problem in problems:

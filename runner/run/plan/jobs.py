@@ -49,6 +49,24 @@ class RunOptions:
     """`--repeat K`: every task runs as K samples (None: each task's own `repeat`)."""
     min_pass_rate: float = 1.0
     """`--min-pass-rate R`: a repeated task passes when this share of its samples pass."""
+    print_result: bool = False
+    """`run -p`: the console goes to stderr and the result text to stdout, as `claude -p` does
+    (unless `--output json` or `--events -` take stdout, or `--result-file` says where the
+    result goes)."""
+
+    @property
+    def result_on_stdout(self) -> bool:
+        """Whether stdout holds the result text (`run -p`, or `--result-file -`)."""
+        if self.result_file is not None:
+            return str(self.result_file) == "-"
+        return self.print_result and self.output == "text" and self.events != "-"
+
+    @property
+    def console_on_stderr(self) -> bool:
+        """Whether the console goes to stderr: stdout holds a JSON document, the event stream
+        or the result text, or the run is a `run -p`."""
+        taken = self.output == "json" or self.events == "-" or self.result_on_stdout
+        return taken or self.print_result
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.min_pass_rate <= 1.0:

@@ -2,7 +2,7 @@
 
 `--max-turns`, `--max-tokens`, `--task-max-cost-usd` and `--timeout` replace the task's limit;
 `--allow-tool` and `--deny-tool` add permission rules to the task's (deny still wins);
-`--append-system-prompt` adds a prompt section of its own, `APPENDED`, after the others.
+`--append-system-prompt` adds a prompt section of its own, `APPENDED`, the prompt's last.
 """
 
 from __future__ import annotations
@@ -13,12 +13,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from runner.errors import ConfigError
+from runner.prompt import APPENDED_SECTION
 from runner.task import Limits, Permissions, Task, parse_duration
 
 __all__ = ["APPENDED_SECTION", "TaskOverrides"]
 
-APPENDED_SECTION = "APPENDED"
-"""The title of the section `--append-system-prompt` adds (appended to, when a task has one)."""
 
 _FLAGS = {
     "max_turns": "--max-turns",

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from pathlib import Path
+from dataclasses import replace
+from pathlib import Path, PurePath
 from typing import Any
 
 from pydantic import ValidationError
@@ -19,12 +20,13 @@ from pydantic import ValidationError
 from runner.errors import ConfigError
 from runner.mcp import WORKSPACE, ExtensionConfig, builtin_workspace_root, workspace_extension
 from runner.redact import MASK, Redactor
+from runner.run.plan import PROMPT_TASK_DESCRIPTION
 from runner.run.session import Located
 from runner.sessionlog import SessionRecord
 from runner.settings import Settings, environ
 from runner.task import Task, TaskSpec, load_tasks
 
-__all__ = ["check_header_names", "resumed_task"]
+__all__ = ["check_header_names", "prompt_task_file", "resumed_task"]
 
 Say = Callable[[str], None]
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
@@ -70,6 +72,10 @@ def resumed_task(
     """The task to resume `record` with: from its task file in this checkout, or (only with
     `from_log`) from the header. Raises ConfigError (exit 2) when neither may be used."""
     name = str(record.header["task"]["name"])
+    if located.task_file is None or not located.task_file.is_file():
+        beside = prompt_task_file(record)
+        if beside is not None:
+            located = replace(located, task_file=beside)
     task = _from_task_file(record, located, settings, params, name, say)
     if task is None:
         if not from_log:
@@ -89,6 +95,28 @@ def resumed_task(
     elif workdir is not None:
         task = _with_workdir(task, workdir)
     return task
+
+
+def prompt_task_file(record: SessionRecord) -> Path | None:
+    """The task file of a `run -p` session in the artifacts folder that holds its log
+    (`<out>/tasks/<name>.yaml` beside `<out>/sessions/`), or None.
+
+    `run -p` writes its task file under `--out`; with an `--out` outside the checkout it is not
+    in the checkout where resume runs, but it is beside the log being resumed."""
+    task = record.header.get("task")
+    recorded = record.header.get("task_file")
+    if not isinstance(task, Mapping) or task.get("description") != PROMPT_TASK_DESCRIPTION:
+        return None
+    if not isinstance(recorded, str) or PurePath(recorded).parent.name != "tasks":
+        return None
+    name = PurePath(recorded).name
+    if not _SAFE_ID.fullmatch(name):
+        return None
+    for folder in record.path.resolve().parents[:3]:
+        candidate = folder / "tasks" / name
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 def _from_task_file(

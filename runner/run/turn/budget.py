@@ -16,7 +16,10 @@ from typing import Literal
 from runner.fleet import FleetCapReached, FleetGovernor
 from runner.llm import Usage
 
-__all__ = ["Budget", "LimitExceeded", "LimitKind", "RunBudget"]
+__all__ = ["MIN_REPLY_TOKENS", "Budget", "LimitExceeded", "LimitKind", "RunBudget"]
+
+MIN_REPLY_TOKENS = 16
+"""The least reply worth a request: with less left under a token limit, the task stops."""
 
 LimitKind = Literal["turns", "tokens", "cost", "time", "run_cost"]
 
@@ -82,6 +85,31 @@ class Budget:
             raise LimitExceeded(
                 "run_cost", f"run cost cap reached (${self.run.spent_usd:.4f}/${cap:.2f})"
             )
+
+    def reply_room(self, prompt_tokens: int) -> int | None:
+        """The output tokens the next request may ask for under the token limits (this task's
+        and, for a sub-agent, its parents'): what is left after what was used and the request's
+        prompt (estimated). None when no token limit applies.
+
+        Raises:
+            LimitExceeded: the prompt leaves less than `MIN_REPLY_TOKENS` under a limit. The
+                first request of a session is never refused (a task gets one reply, asked for
+                with at least `MIN_REPLY_TOKENS`).
+        """
+        room: int | None = None
+        for budget in self.cost_holders():
+            if budget.max_tokens is None:
+                continue
+            left = budget.max_tokens - budget.usage.total - prompt_tokens
+            if left < MIN_REPLY_TOKENS and self.turns > 0:
+                whose = "the parent's token limit" if budget is not self else "token limit"
+                raise LimitExceeded(
+                    "tokens",
+                    f"{whose} reached: the next request's prompt (about {prompt_tokens} tokens)"
+                    f" would pass it ({budget.usage.total}/{budget.max_tokens} used)",
+                )
+            room = left if room is None else min(room, left)
+        return None if room is None else max(room, MIN_REPLY_TOKENS)
 
     @contextmanager
     def reservation(self, estimate_usd: float) -> Iterator[None]:

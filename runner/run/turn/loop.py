@@ -14,7 +14,7 @@ from functools import partial
 from typing import Any, Literal, Protocol
 
 from runner.errors import ContextLengthError
-from runner.llm import LLM, Message, NativeTools, Reply, RetryEvent, Usage, activity
+from runner.llm import LLM, Message, NativeTools, Reply, RetryEvent, Usage, activity, reply_cap
 from runner.run.turn.batch import SEQUENTIAL, Concurrency, batches, gather_in_order
 from runner.run.turn.budget import Budget
 from runner.run.turn.compaction import CompactionSink, Compactor
@@ -231,8 +231,11 @@ async def _call_model(
         events.retry(turn, event.attempt, event.reason, event.status, event.wait_s)
 
     # Held against the run's cost cap while the call runs: prompt estimated, output at its max.
-    estimate = cost_of(Usage(compactor.estimate(messages), budget.reserve_output_tokens))
-    with budget.reservation(estimate):
+    prompt = compactor.estimate(messages)
+    estimate = cost_of(Usage(prompt, budget.reserve_output_tokens))
+    # A token limit counts the prompt and bounds the reply: the task ends within one reply of
+    # it, not one prompt plus a whole `max_tokens` past it.
+    with budget.reservation(estimate), reply_cap(budget.reply_room(prompt)):
         ticket = await budget.fleet_reserve(estimate)  # the fleet's cap too (DESIGN 25)
         cost = 0.0
         try:

@@ -123,7 +123,8 @@ class WindDown:
     def final_report_allowed(self, limit: LimitExceeded) -> bool:
         """Whether the last call may be made after `limit` stopped the task."""
         run = self.budget.run
-        if limit.kind == "run_cost" or not limit.final_report:
+        if limit.kind in ("run_cost", "tokens") or not limit.final_report:
+            # Hard limits: the report's request would send the whole prompt again past them.
             return False
         if run.governor is not None and run.governor.max_cost_usd is not None:
             return False  # it would go unreserved past the fleet's cap (DESIGN 25)
@@ -156,7 +157,10 @@ class WindDown:
             async with asyncio.timeout(self.report_timeout_s()):
                 reply = await llm.complete(system, messages)
         except (RunnerError, TimeoutError) as error:
-            line = f"no final report after the limit: {error or 'the request timed out'}"
+            why = str(error) or (
+                f"the request for it got no reply within {self.report_timeout_s():g} s"
+            )
+            line = f"no final report after the limit: {why} (the limit: {limit})"
             events.warning(line)
             say(f"warning: {line}")
             return None

@@ -153,14 +153,23 @@ async def test_a_length_stop_short_of_the_limit_teaches_an_unknown_window() -> N
     assert later.max_tokens < 4096
 
 
+async def test_an_estimated_length_stop_well_short_of_the_limit_teaches_the_window() -> None:
+    window = _unknown_window()
+    planned = await window.plan("s", [Message("user", "x" * 4000)], 4096)
+    window.succeeded(planned, Usage(input_tokens=1, output_tokens=2277, estimated=True), "length")
+    # The estimated prompt (the plan's) plus the estimated output.
+    assert await window.get() == planned.prompt_tokens + 2277
+
+
 @pytest.mark.parametrize(
     ("usage", "stop"),
     [
         (Usage(input_tokens=5000, output_tokens=4096), "length"),  # the limit stopped it
-        (Usage(input_tokens=5000, output_tokens=3000, estimated=True), "length"),  # a guess
+        # An estimate near the limit: the real count may have reached it.
+        (Usage(input_tokens=5000, output_tokens=3900, estimated=True), "length"),
         (Usage(input_tokens=5000, output_tokens=3000), "stop"),  # it just finished
     ],
-    ids=["at_the_limit", "estimated_usage", "not_cut"],
+    ids=["at_the_limit", "estimated_near_the_limit", "not_cut"],
 )
 async def test_other_replies_teach_nothing(usage: Usage, stop: str) -> None:
     window = _unknown_window()

@@ -235,12 +235,21 @@ async def test_the_cost_limit_stops_the_loop_once_the_calls_add_up_to_it() -> No
     assert budget.turns == 2  # 0.25 + 0.25 reaches the limit: no third call
 
 
-async def test_the_token_limit_stops_the_loop_at_exactly_the_limit() -> None:
+async def test_the_token_limit_stops_the_loop_at_or_before_the_limit() -> None:
     budget = Budget(max_tokens=30)
     llm = ScriptedLLM(echo(), echo(), done(), usage=Usage(10, 5))
     with pytest.raises(LimitExceeded) as caught:
         await run(llm, budget=budget)
-    assert caught.value.kind == "tokens" and budget.turns == 2
+    assert caught.value.kind == "tokens" and budget.usage.total <= 30
+
+
+async def test_the_token_limit_counts_the_next_prompt_and_sends_no_request_past_it() -> None:
+    # 15 tokens used of 100; the next prompt alone (about 100 tokens) would pass the limit.
+    budget = Budget(max_tokens=100)
+    llm = ScriptedLLM(echo("x" * 400), done(), usage=Usage(10, 5))
+    with pytest.raises(LimitExceeded, match="next request's prompt") as caught:
+        await run(llm, budget=budget)
+    assert caught.value.kind == "tokens" and budget.turns == 1
 
 
 # --- replies without a tool call ---
