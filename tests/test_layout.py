@@ -29,6 +29,7 @@ LAYERS: list[set[str]] = [
     {
         "runner",
         "runner.settings",
+        "runner.configfile",
         "runner.errors",
         "runner.atomic",
         "runner.redact",
