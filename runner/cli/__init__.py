@@ -196,6 +196,14 @@ def _add_prompt(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     prompt.add_argument("task", metavar="TASK", help="a task file")
     prompt.add_argument("--name", help="which task of a suite file")
+    prompt.add_argument(
+        "--stats",
+        action="store_true",
+        help="print the first request's tokens by section and by tool instead of the prompt",
+    )
+    prompt.add_argument(
+        "--output", choices=["text", "json"], default="text", help="format of --stats"
+    )
     add_params(prompt, "set a declared param (repeatable)")
     common(prompt)
     prompt.set_defaults(handler=_prompt)
@@ -288,7 +296,14 @@ def _validate(args: argparse.Namespace) -> int:
 def _prompt(args: argparse.Namespace) -> int:
     from runner.run import print_prompt
 
-    return print_prompt(args.task, args.name, parse_params(args.param), args.config)
+    return print_prompt(
+        args.task,
+        args.name,
+        parse_params(args.param),
+        args.config,
+        stats=args.stats,
+        json_output=args.output == "json",
+    )
 
 
 def _mcp_workspace(args: argparse.Namespace) -> int:

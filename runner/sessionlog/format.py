@@ -191,6 +191,9 @@ class Header:
     """A sample of a repeated task (DESIGN 22): which one, from 1; written with `of` only then."""
     of: int | None = None
     """A sample of a repeated task: the task's number of samples, K."""
+    loaded_tools: list[str] = field(default_factory=list)
+    """A resumed session: the deferred tools its parents loaded with find_tools (DESIGN 28);
+    written only when there are some."""
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Header:
@@ -225,6 +228,7 @@ class Header:
             "host": dict(self.host),
             "started_at": self.started_at,
             **({"sample": self.sample, "of": self.of} if self.of else {}),
+            **({"loaded_tools": list(self.loaded_tools)} if self.loaded_tools else {}),
             **(
                 {"parent_session_id": self.parent_session_id, "parent_call": self.parent_call}
                 if self.parent_session_id
