@@ -204,6 +204,14 @@ def _add_prompt(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     prompt.add_argument(
         "--output", choices=["text", "json"], default="text", help="format of --stats"
     )
+    prompt.add_argument(
+        "--tool-mode",
+        choices=["xml", "native"],
+        help="the prompt of this tool mode (default: the task's)",
+    )
+    prompt.add_argument(
+        "--model", metavar="PROVIDER:MODEL", help="measure for this model (window, wire shape)"
+    )
     add_params(prompt, "set a declared param (repeatable)")
     common(prompt)
     prompt.set_defaults(handler=_prompt)
@@ -303,6 +311,8 @@ def _prompt(args: argparse.Namespace) -> int:
         args.config,
         stats=args.stats,
         json_output=args.output == "json",
+        tool_mode=args.tool_mode,
+        model=args.model,
     )
 
 

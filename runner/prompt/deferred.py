@@ -74,10 +74,11 @@ def find_tools_spec() -> ToolSpec:
     )
 
 
-def one_line(spec: ToolSpec, limit: int = 90) -> str:
-    """The first sentence (or line) of a tool's description, cut to `limit` characters."""
+def one_line(spec: ToolSpec, limit: int = 60) -> str:
+    """The first sentence (or line) of a tool's description without its full stop, cut to
+    `limit` characters."""
     text = " ".join(spec.description.strip().split("\n", 1)[0].split())
-    first = re.split(r"(?<=[.!?])\s", text, maxsplit=1)[0]
+    first = re.split(r"(?<=[.!?])\s", text, maxsplit=1)[0].removesuffix(".")
     return first if len(first) <= limit else first[: limit - 1].rstrip() + "…"
 
 
@@ -131,12 +132,13 @@ class ToolShelf:
                 self.loaded.append(name)
 
     def search(self, query: str) -> list[ToolSpec]:
-        """The deferred tools `query` names exactly, else the best matches by its words (at most
-        `MAX_MATCHES`): a word in the tool's name counts double one in its description."""
-        by_lower = {name.lower(): spec for name, spec in self.deferred.items()}
+        """The deferred tools `query` names exactly, else those that match its words best (at
+        most `MAX_MATCHES`, in catalogue order): a word of the tool's name counts double one of
+        its description, and only the best score loads."""
+        by_lower = {name.lower(): name for name in self.deferred}
         named = [by_lower[t] for t in re.split(r"[\s,]+", query.strip().lower()) if t in by_lower]
         if named:
-            return list(dict.fromkeys(named))
+            return [self.deferred[name] for name in dict.fromkeys(named)]
         words = set(_WORD.findall(query.lower()))
         scored: list[tuple[int, int, ToolSpec]] = []
         for index, spec in enumerate(self.deferred.values()):
@@ -145,7 +147,11 @@ class ToolShelf:
             score = sum(2 if w in name_words else 1 if w in about else 0 for w in words)
             if score:
                 scored.append((-score, index, spec))
-        return [spec for _, _, spec in sorted(scored, key=lambda s: s[:2])[:MAX_MATCHES]]
+        if not scored:
+            return []
+        best = min(scored, key=lambda s: s[0])[0]
+        top = sorted((s for s in scored if s[0] == best), key=lambda s: s[1])
+        return [spec for _, _, spec in top[:MAX_MATCHES]]
 
     def listing(self) -> str:
         """The DEFERRED TOOLS section's text: how to load them, then one line per tool."""
@@ -155,7 +161,7 @@ class ToolShelf:
             "",
         ]
         lines += [
-            f"- {inline_name(name)}: {inline_name(one_line(spec))}"
+            f"{inline_name(name)}: {inline_name(one_line(spec))}"
             for name, spec in self.deferred.items()
         ]
         return "\n".join(lines)

@@ -58,7 +58,7 @@ ATTEMPT_COMPLETION = ToolSpec(
         "properties": {
             "result": {
                 "type": "string",
-                "description": "The final result of the task, complete in itself.",
+                "description": "Your final result, complete in itself.",
             },
             "status": {
                 "type": "string",

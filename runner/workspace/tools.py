@@ -39,12 +39,11 @@ DESCRIPTIONS: dict[str, str] = {
     "replace_in_file": _REPLACE_DESCRIPTION,
     "list_files": ("List a folder (folders end with `/`), without what .gitignore ignores."),
     "search_files": (
-        "Search file contents with a regular expression; gives `path:line:text` matches with a "
-        "line of context, skipping binary and .gitignore'd files."
+        "Search file contents with a regular expression; gives `path:line:text` matches."
     ),
     "execute_command": (
         "Run a shell command (/bin/sh -c, no stdin) in the workspace root; gives its exit code "
-        "and output. Its processes are killed when it ends or times out."
+        "and output. Processes it starts end with it."
     ),
 }
 """Every tool, in the order it is listed, with its description; the keys are method names."""

@@ -6,6 +6,7 @@ import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Literal
 
 from runner.errors import ConfigError, ExitCode, Problem, RunnerError
 from runner.run.plan.loading import load_for_validate, load_selected_tasks, section_problems
@@ -61,12 +62,19 @@ def print_prompt(
     *,
     stats: bool = False,
     json_output: bool = False,
+    tool_mode: Literal["xml", "native"] | None = None,
+    model: str | None = None,
 ) -> int:
     """Print the exact system prompt one task would get; with `stats`, what its first request
-    carries by section and by tool instead (DESIGN 28), as JSON with `json_output`."""
+    carries by section and by tool instead (DESIGN 28), as JSON with `json_output`. `tool_mode`
+    and `model` stand in for the task's (the model decides the window and the wire shape)."""
     settings = load_settings(config_file=config)
     tasks = load_selected_tasks([path], params, settings)
     task = _pick(tasks, name, path)
+    if tool_mode is not None:
+        from runner.run.turn import task_in_mode
+
+        task = task_in_mode(task, tool_mode)
     from runner.llm import lookup_model
     from runner.prompt import prompt_stats, render_sections, stats_text
     from runner.redact import Redactor
@@ -84,8 +92,8 @@ def print_prompt(
     skills = task_skills(task, lambda line: print(f"warning: {line}", file=sys.stderr))
     own = tools_with_skills(task, every, allowed, skills)
     tools = offered_tools(task, [*own, *([report_finding_spec()] if task.spec.findings else [])])
-    model = (task.spec.model or settings.model or "").split(":", 1)[-1]
-    info = lookup_model(model, settings.models) if model else None
+    spec = model or task.spec.model or settings.model or ""
+    info = lookup_model(spec.split(":", 1)[-1], settings.models) if spec else None
     shelf = task_shelf(task, settings, tools, info.context_window if info else None)
     tools = offered_with_search(tools, shelf)
     mask = Redactor([*settings.secret_values(), *task.secrets]).text
@@ -98,7 +106,7 @@ def print_prompt(
     native = task.spec.tool_mode == "native"
     catalogue = [*tools, ATTEMPT_COMPLETION]
     request_tools = shelf.visible(catalogue) if native else None
-    provider = (task.spec.model or settings.model or "").split(":", 1)[0]
+    provider = spec.split(":", 1)[0]
     found = prompt_stats(sections, catalogue, task.prompt, request_tools, shelf.deferred, provider)
     if json_output:
         print(json.dumps(found, indent=2))

@@ -18,11 +18,11 @@ from runner.run.turn.native import (
     NOT_RUN,
     NativeModel,
     answer_open_calls,
+    append_user,
     logged_tool_mode,
     results_message,
     with_tool_mode,
 )
-from runner.run.turn.native import append_user
 from runner.settings import ModelInfo
 from runner.task.loader import load_tasks
 from runner.toolcall import CallError, ToolCall, ToolSpec
