@@ -217,8 +217,10 @@ def test_every_run_passes_and_writes_logs_that_fit_the_schema(runs: dict[str, Do
         ("hello-xml", [str(REPO / "examples/tasks/hello.yaml"), "--model", OPENAI]),
         (
             "fix-native",
-            [str(REPO / "examples/tasks/fix-failing-test.yaml"), "--model", ANTHROPIC]
-            + ["--tool-mode", "native"],
+            [
+                str(REPO / "examples/tasks/fix-failing-test.yaml"),
+                *("--model", ANTHROPIC, "--tool-mode", "native"),
+            ],
         ),
         ("forge-xml", ["t.yaml"]),
         ("forge-native", ["t.yaml"]),
