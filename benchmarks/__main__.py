@@ -17,6 +17,7 @@ from pathlib import Path
 from benchmarks import fanout, figures, wide
 from benchmarks.fake_latency import TimedServer
 from benchmarks.figures import Bench, Row
+from benchmarks.lean_prompt import lean_prompt
 from benchmarks.prompt_cache import prompt_cache
 from benchmarks.proxy_connect import proxy_connect
 from benchmarks.repeats import repeats
@@ -34,6 +35,7 @@ FIGURES = (
     "wide",
     "proxy_connect",
     "repeats",
+    "lean_prompt",
 )
 
 
@@ -62,6 +64,7 @@ def run(bench: Bench, only: list[str], sizes: list[int] | None = None) -> list[R
         "wide": lambda: wide.wide(bench),
         "proxy_connect": lambda: proxy_connect(bench),  # DESIGN 19
         "repeats": lambda: repeats(bench),
+        "lean_prompt": lambda: lean_prompt(bench),  # DESIGN 28
     }
     for name, step in steps.items():
         if name in only:
