@@ -122,19 +122,48 @@ def lean_prompt(bench: Bench) -> list[Row]:
             "floor: tool_search never (every tool in full)",
         )
     )
+    if bench.baseline is not None:
+        before = _run(bench, "forge-before", done, extensions=forge, root=bench.baseline)[0]
+        rows.append(
+            Row(
+                "first request, 120 MCP tools, auto against --baseline",
+                auto,
+                before,
+                "tok",
+                "< 0.25x",
+                auto * 4 < before,
+                "floor: the --baseline runner (every tool in full, its prompt)",
+            )
+        )
     everything = f"extensions:\n  everything: {{cmd: node, args: [{EVERYTHING}, stdio]}}\n"
     script = [_call("find_tools", query="get-sum"), *(_session(i) for i in range(1, TURNS))]
     totals = {}
-    for search in ("never", "auto", "always"):
+    # Folder names of one length: the working directory is in every request.
+    for index, search in enumerate(("never", "auto", "always")):
         sent = _run(
             bench,
-            f"everything-{search}",
+            f"everything-{index}",
             script,
             extensions=everything,
             task_lines=f"tool_search: {search}\n",
         )
         totals[search] = sum(sent)
         bench.raw[f"lean_prompt_everything_{search}"] = sent
+    if bench.baseline is not None:
+        sent = _run(bench, "everything-9", script, extensions=everything, root=bench.baseline)
+        totals["before"] = sum(sent)
+        bench.raw["lean_prompt_everything_before"] = sent
+        rows.append(
+            Row(
+                f"input tokens of {TURNS} turns, server-everything + workspace, auto (baseline)",
+                totals["auto"],
+                totals["before"],
+                "tok",
+                "",
+                None,
+                "floor: the --baseline runner",
+            )
+        )
     for search in ("auto", "always"):
         rows.append(
             Row(

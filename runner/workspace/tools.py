@@ -25,9 +25,9 @@ __all__ = ["DESCRIPTIONS", "READ_ONLY", "WorkspaceTools", "error_text"]
 
 _PATH = "File path, relative to the root."
 _REPLACE_DESCRIPTION = (
-    "Edit a file by exact search and replace: `diff` holds one or more SEARCH/REPLACE blocks, "
-    "laid out as in the example. Each SEARCH must match the file exactly once, whitespace "
-    "included; blocks apply in order. Or give one edit as `search` and `replace`."
+    "Edit a file by exact search and replace: `diff` holds one or more SEARCH/REPLACE blocks. "
+    "Each SEARCH must match the file exactly once, whitespace included; blocks apply in order. "
+    "Or give one edit as `search` and `replace`."
 )
 
 DESCRIPTIONS: dict[str, str] = {
@@ -98,7 +98,8 @@ class WorkspaceTools:
         diff: Annotated[
             str | None,
             Field(
-                description="SEARCH/REPLACE blocks.",
+                description="Blocks of `<<<<<<< SEARCH`, the exact lines, `=======`, the new lines, "
+                "`>>>>>>> REPLACE`, each marker on its own line.",
                 examples=[
                     "<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n>>>>>>> REPLACE"
                 ],

@@ -24,6 +24,7 @@ from tests.e2e.conftest import (
     complete,
     log_schema_errors,
     run_all,
+    run_one,
     tool_reply,
 )
 from tests.fakes.many_tools_server import NAMES
@@ -341,3 +342,46 @@ def test_after_a_compaction_the_loaded_tool_is_named_again_and_still_runs(
     calls = [e for e in done.events("tool_call") if e["tool"] == "get_issue"]
     assert [json.loads(e["result"])["arguments"]["number"] for e in calls] == [7, 8]
     assert not any(e["is_error"] for e in calls)
+
+
+FORGE_TASK = {"model": OPENAI, "extensions": FORGE_EXT, "limits": {"max_turns": 1}}
+
+
+@pytest.fixture(scope="module")
+def resumed(module_dir: Path) -> tuple[Done, Done]:
+    """A session stopped by its turn limit right after loading get_issue, then resumed."""
+    root = module_dir / "resume"
+    first = run_one(
+        Scenario(
+            task=FORGE_TASK,
+            steps=[tool_reply("find_tools", query="get_issue"), reply("Loaded it; out of turns.")],
+            args=["run", "t.yaml", "--out", "OUT"],
+        ),
+        root,
+    )
+    again = run_one(
+        Scenario(
+            task=FORGE_TASK,
+            steps=[
+                tool_reply("get_issue", owner="octo", repo="demo", number="9"),
+                complete("issue 9 read"),
+            ],
+            args=["resume", "OUT", "--out", "OUT", "--max-turns", "5"],
+        ),
+        root,
+    )
+    return first, again
+
+
+def test_loaded_tools_survive_a_resume(resumed: tuple[Done, Done]) -> None:
+    first, again = resumed
+    assert first.code == 5, first.explain()
+    assert again.code == 0, again.explain()
+    opening = json.dumps(again.requests[0].body["messages"][-1])
+    assert "The session resumes; the tools you loaded with find_tools stay loaded" in opening
+    assert "## get_issue" in opening
+    child = next(r for r in again.logs() if r.header.get("parent_id"))
+    assert child.header["loaded_tools"] == ["get_issue"]
+    (got,) = [e for e in child.events if e.get("type") == "tool_call"]
+    assert got["tool"] == "get_issue" and not got["is_error"]
+    assert log_schema_errors(child.path) == []
