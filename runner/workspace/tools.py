@@ -98,8 +98,8 @@ class WorkspaceTools:
         diff: Annotated[
             str | None,
             Field(
-                description="Blocks of `<<<<<<< SEARCH`, the exact lines, `=======`, the new lines, "
-                "`>>>>>>> REPLACE`, each marker on its own line.",
+                description="Blocks of `<<<<<<< SEARCH`, the exact lines, `=======`, the new "
+                "lines, `>>>>>>> REPLACE`, each marker on its own line.",
                 examples=[
                     "<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n>>>>>>> REPLACE"
                 ],
