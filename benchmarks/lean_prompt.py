@@ -76,9 +76,9 @@ def _run(
         return [_tokens(request.body) for request in server.requests]
 
 
-def _session(step: int) -> Step:
-    """Turn `step` of the 20-turn script: notes and sums in turn, then the completion."""
-    if step == TURNS - 1:
+def _session(step: int, turns: int) -> Step:
+    """Turn `step` of the script: notes and sums in turn, then the completion."""
+    if step == turns - 1:
         return Step(text=FINISH)
     if step % 2:
         return _call("get-sum", a=str(step), b="2")
@@ -136,7 +136,8 @@ def lean_prompt(bench: Bench) -> list[Row]:
             )
         )
     everything = f"extensions:\n  everything: {{cmd: node, args: [{EVERYTHING}, stdio]}}\n"
-    script = [_call("find_tools", query="get-sum"), *(_session(i) for i in range(1, TURNS))]
+    turns = 4 if bench.quick else TURNS
+    script = [_call("find_tools", query="get-sum"), *(_session(i, turns) for i in range(1, turns))]
     totals = {}
     # Folder names of one length: the working directory is in every request.
     for index, search in enumerate(("never", "auto", "always")):
@@ -155,7 +156,7 @@ def lean_prompt(bench: Bench) -> list[Row]:
         bench.raw["lean_prompt_everything_before"] = sent
         rows.append(
             Row(
-                f"input tokens of {TURNS} turns, server-everything + workspace, auto (baseline)",
+                f"input tokens of {turns} turns, server-everything + workspace, auto (baseline)",
                 totals["auto"],
                 totals["before"],
                 "tok",
@@ -167,7 +168,7 @@ def lean_prompt(bench: Bench) -> list[Row]:
     for search in ("auto", "always"):
         rows.append(
             Row(
-                f"input tokens of {TURNS} turns, server-everything + workspace, {search}",
+                f"input tokens of {turns} turns, server-everything + workspace, {search}",
                 totals[search],
                 totals["never"],
                 "tok",

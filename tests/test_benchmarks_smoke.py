@@ -39,6 +39,8 @@ def test_quick_benchmark_writes_every_figure(tmp_path: Path) -> None:
         "fan-out under 429s",
         "CONNECT round trips",
         "--repeat",
+        "first request, default task",
+        "server-everything",
     ):
         assert part in figures
     differences = ("growth", "memory per")  # a difference of two peaks may be 0 in a tiny run
