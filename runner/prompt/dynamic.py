@@ -62,7 +62,7 @@ def dynamic_sections(
 def _system_information(workdir: Path, facts: HostFacts) -> Section:
     text = "\n".join(
         [
-            f"Operating system: {facts.os}",
+            f"OS: {facts.os}",
             f"Shell: {facts.shell}",
             f"Working directory: {workdir}",
             f"Current time: {facts.time}",

@@ -33,8 +33,8 @@ _REPLACE_DESCRIPTION = (
 DESCRIPTIONS: dict[str, str] = {
     "read_file": ("Read a text file with line numbers (`N | line`; never put them in edits)."),
     "write_to_file": (
-        "Create a file or replace all of its content; missing folders are created. For small "
-        "changes to an existing file prefer replace_in_file."
+        "Create a file or replace all its content (missing folders are created). For small "
+        "edits prefer replace_in_file."
     ),
     "replace_in_file": _REPLACE_DESCRIPTION,
     "list_files": ("List a folder (folders end with `/`), without what .gitignore ignores."),
