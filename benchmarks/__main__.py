@@ -18,6 +18,7 @@ from benchmarks import fanout, figures, wide
 from benchmarks.fake_latency import TimedServer
 from benchmarks.figures import Bench, Row
 from benchmarks.fleet import fleet
+from benchmarks.lean_prompt import lean_prompt
 from benchmarks.prompt_cache import prompt_cache
 from benchmarks.proxy_connect import proxy_connect
 from benchmarks.repeats import repeats
@@ -36,6 +37,7 @@ FIGURES = (
     "proxy_connect",
     "repeats",
     "fleet",
+    "lean_prompt",
 )
 
 
@@ -65,6 +67,7 @@ def run(bench: Bench, only: list[str], sizes: list[int] | None = None) -> list[R
         "proxy_connect": lambda: proxy_connect(bench),  # DESIGN 19
         "repeats": lambda: repeats(bench),
         "fleet": lambda: fleet(bench),  # a redis-server of its own (DESIGN 25)
+        "lean_prompt": lambda: lean_prompt(bench),  # DESIGN 28
     }
     for name, step in steps.items():
         if name in only:

@@ -232,6 +232,13 @@ class Totals:
     cost_usd: float = 0.0
     tool_calls: int = 0
     duration_s: float = 0.0
+    system_tokens: int = 0
+    """Estimated tokens of the system prompts the requests carried, without tool definitions
+    (DESIGN 28): each request counts, so a 10-turn task counts its system prompt 10 times."""
+    tools_tokens: int = 0
+    """Estimated tokens of the tool definitions the requests carried."""
+    messages_tokens: int = 0
+    """Estimated tokens of the messages the requests carried."""
 
     @property
     def tokens(self) -> int:
@@ -253,6 +260,9 @@ class Totals:
             cost_usd=self.cost_usd + other.cost_usd,
             tool_calls=self.tool_calls + other.tool_calls,
             duration_s=self.duration_s + other.duration_s,
+            system_tokens=self.system_tokens + other.system_tokens,
+            tools_tokens=self.tools_tokens + other.tools_tokens,
+            messages_tokens=self.messages_tokens + other.messages_tokens,
         )
 
 

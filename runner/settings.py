@@ -38,6 +38,7 @@ __all__ = [
     "PROJECT_CONFIG",
     "ModelInfo",
     "RetrySettings",
+    "ToolSearchSettings",
     "SandboxSettings",
     "Settings",
     "WorkspaceLimits",
@@ -48,6 +49,21 @@ __all__ = [
 ]
 
 PROJECT_CONFIG = Path("agent-runner.yaml")
+
+
+class ToolSearchSettings(BaseModel):
+    """When MCP tools are deferred behind `find_tools` (DESIGN 28, docs/prompt.md)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Literal["auto", "always", "never"] = "auto"
+    """`auto`: defer past either threshold; `always`: defer every MCP tool but the workspace's;
+    `never`: describe every tool in full. A task's own `tool_search:` overrides it."""
+    max_tools: int = Field(30, ge=0)
+    """`auto` defers once the MCP tools (the workspace's aside) number more than this."""
+    window_share: float = Field(0.1, gt=0, le=1)
+    """`auto` defers once their definitions would take more than this share of the model's
+    context window (when it is known)."""
 
 
 class RetrySettings(BaseModel):
@@ -204,6 +220,8 @@ class Settings(BaseSettings):
     """Characters of one tool description put in the prompt; the rest is cut."""
     mcp_max_catalogue_chars: int = Field(250_000, gt=0)
     """Characters of all tool descriptions and schemas together; tools past it are dropped."""
+    tool_search: ToolSearchSettings = ToolSearchSettings()
+    """When a large set of MCP tools is listed by name only and loaded with `find_tools`."""
     retry: RetrySettings = RetrySettings()
     """Retry policy for model calls."""
     models: dict[str, ModelInfo] = Field(default_factory=dict)

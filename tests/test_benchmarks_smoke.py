@@ -40,6 +40,8 @@ def test_quick_benchmark_writes_every_figure(tmp_path: Path) -> None:
         "CONNECT round trips",
         "--repeat",
         "fleet governor",
+        "first request, default task",
+        "server-everything",
     ):
         assert part in figures
     # A difference of two peaks may be 0 in a tiny run, and so may a count of 429s.

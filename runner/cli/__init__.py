@@ -198,6 +198,22 @@ def _add_prompt(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     prompt.add_argument("task", metavar="TASK", help="a task file")
     prompt.add_argument("--name", help="which task of a suite file")
+    prompt.add_argument(
+        "--stats",
+        action="store_true",
+        help="print the first request's tokens by section and by tool instead of the prompt",
+    )
+    prompt.add_argument(
+        "--output", choices=["text", "json"], default="text", help="format of --stats"
+    )
+    prompt.add_argument(
+        "--tool-mode",
+        choices=["xml", "native"],
+        help="the prompt of this tool mode (default: the task's)",
+    )
+    prompt.add_argument(
+        "--model", metavar="PROVIDER:MODEL", help="measure for this model (window, wire shape)"
+    )
     add_params(prompt, "set a declared param (repeatable)")
     common(prompt)
     prompt.set_defaults(handler=_prompt)
@@ -329,7 +345,16 @@ def _validate(args: argparse.Namespace) -> int:
 def _prompt(args: argparse.Namespace) -> int:
     from runner.run import print_prompt
 
-    return print_prompt(args.task, args.name, parse_params(args.param), args.config)
+    return print_prompt(
+        args.task,
+        args.name,
+        parse_params(args.param),
+        args.config,
+        stats=args.stats,
+        json_output=args.output == "json",
+        tool_mode=args.tool_mode,
+        model=args.model,
+    )
 
 
 def _mcp_workspace(args: argparse.Namespace) -> int:

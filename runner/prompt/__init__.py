@@ -1,13 +1,17 @@
 """The sectioned system prompt (DESIGN section 4): static sections from prompt folders and the
 task, dynamic sections about the environment, the skills on offer (`skills`: SKILL.md folders,
-loaded on demand by the `load_skill` tool), and the catalogue of the tools on offer. The room
-`rubric` is the other prompt the runner writes: a rubric grader's request and its verdict.
+loaded on demand by the `load_skill` tool), the catalogue of the tools on offer, what each
+request carries (`accounting`), and the deferred catalogue behind `find_tools` (`deferred`). The
+room `rubric` is the other prompt the runner writes: a rubric grader's request and its verdict.
 
 `build_sections` puts them together in order; `render_sections` makes the text the model gets.
 """
 
+from runner.prompt.accounting import RequestMeter, RequestTokens, tokens_of, tool_json
 from runner.prompt.budget import BUDGET_TITLE, Budgeting
 from runner.prompt.builder import APPENDED_SECTION, build_sections
+from runner.prompt.catalogue import found_text, loaded_announcement
+from runner.prompt.deferred import FIND_TOOLS, ToolSearch, ToolShelf, defer, find_tools_spec
 from runner.prompt.dynamic import HostFacts, host_facts
 from runner.prompt.rubric import (
     REQUEST_OPENING,
@@ -28,9 +32,17 @@ from runner.prompt.skills import (
     load_skill_spec,
     skills_section,
 )
+from runner.prompt.stats import prompt_stats, stats_text
 
 __all__ = [
     "APPENDED_SECTION",
+    "FIND_TOOLS",
+    "ToolSearch",
+    "ToolShelf",
+    "defer",
+    "find_tools_spec",
+    "found_text",
+    "loaded_announcement",
     "BUDGET_TITLE",
     "REQUEST_OPENING",
     "Budgeting",
@@ -38,6 +50,8 @@ __all__ = [
     "CriterionVote",
     "LOAD_SKILL",
     "HostFacts",
+    "RequestMeter",
+    "RequestTokens",
     "Section",
     "Skill",
     "VerdictError",
@@ -54,4 +68,8 @@ __all__ = [
     "skills_section",
     "tally",
     "verdict_retry",
+    "prompt_stats",
+    "stats_text",
+    "tokens_of",
+    "tool_json",
 ]

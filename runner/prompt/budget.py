@@ -65,8 +65,7 @@ def budget_section(facts: Budgeting) -> Section:
         lines.append(
             _wrap(
                 f"You have {', '.join(limits)} for this task. Near a limit you will be told to "
-                "finish; at the limit the run stops and asks you, with tools off, for a final "
-                "report."
+                "finish."
             )
         )
     if facts.check:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from runner.prompt.budget import Budgeting, budget_section
 from runner.prompt.catalogue import catalogue_sections
+from runner.prompt.deferred import ToolShelf
 from runner.prompt.dynamic import HostFacts, dynamic_sections
 from runner.prompt.sections import Section, default_prompts_dir, load_sections
 from runner.toolcall import ToolSpec
@@ -30,12 +31,14 @@ def build_sections(
     budgeting: Budgeting | None = None,
     max_file_bytes: int = DEFAULT_PROMPT_FILE_BYTES,
     native: bool = False,
+    shelf: ToolShelf | None = None,
 ) -> list[Section]:
     """Static (defaults, then `prompt_dirs`, then inline), dynamic, BUDGET AND CHECK (when
     `budgeting` says anything), the tool catalogue, then APPENDED (when there is one).
 
     `render_sections` turns the list into the prompt text. `max_file_bytes` bounds each file
     read from the workdir (AGENTS.md, .gitignore). `native`: the catalogue of tool_mode native.
+    `shelf`: the tools listed by name only, loaded with find_tools (DESIGN 28).
     """
     static = load_sections([default_prompts_dir(), *prompt_dirs], inline_sections)
     last = [section for section in static if section.title == APPENDED_SECTION]
@@ -46,6 +49,6 @@ def build_sections(
         *static,
         *dynamic_sections(workdir, facts, max_file_bytes),
         *budget,
-        *catalogue_sections(servers, tools, native),
+        *catalogue_sections(servers, tools, native, shelf),
         *last,
     ]

@@ -7,67 +7,98 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from runner.prompt.deferred import FIND_TOOLS, ToolShelf
 from runner.prompt.escape import inline_name, quoted_block
 from runner.prompt.sections import Section
 from runner.toolcall import ATTEMPT_COMPLETION, ToolSpec
 from runner.workspace import DESCRIPTIONS
 
-__all__ = ["catalogue_sections", "describe_type", "example_value"]
+__all__ = [
+    "catalogue_sections",
+    "describe_type",
+    "example_value",
+    "found_text",
+    "loaded_announcement",
+    "tool_entry",
+]
 
 # A sentence ends at `.`, `!` or `?` and a space; the SEARCH/REPLACE layout keeps its own lines.
 _SENTENCE_END = re.compile(r"(?<=[.!?])[ \n]+(?=[A-Z`])")
 
 TOOL_USE = """\
-You act by calling tools. A tool call is XML in your reply: the tool's name as the outer tag and
-each parameter as an inner tag. For example:
+Call a tool with XML in your reply, the tool as the outer tag and each parameter inside:
 
 <read_file>
 <path>src/main.py</path>
 </read_file>
 
-- Write parameter values as plain text, exactly as they should arrive: no escaping, no quotes around
-  strings. Numbers, booleans, arrays and objects are written as JSON (`3`, `true`, `["a", "b"]`).
-- You may put several tool calls in one message; they run in order, and you get all their results
-  in the next message. Calls that depend on an earlier result belong in a later message.
-- Text outside tool calls is kept as your reasoning; nobody reads it while the run goes on.
-- When the task is done, or cannot be done, call attempt_completion with the final result. It ends
-  the session; tool calls after it in the same message do not run. A message with neither a tool
-  call nor attempt_completion gets a reminder, and several in a row fail the task."""
+- Values are plain text, unescaped and unquoted; numbers, booleans, arrays and objects are JSON
+  (`3`, `true`, `["a"]`).
+- You may put several tool calls in one message; they run in order, and their results come in
+  the next message.
+- Every reply must call a tool (a few replies without one fail the task). Finish with
+  attempt_completion; calls after it do not run."""
 
 
 NATIVE_TOOL_USE = """\
-You act by calling tools through the tool-calling interface; the tools, their descriptions and
-their parameters come with each request.
-
-- You may call several tools in one message; they run in order, and their results come back
-  together. Calls that depend on an earlier result belong in a later message.
-- Text outside tool calls is kept as your reasoning; nobody reads it while the run goes on.
-- When the task is done, or cannot be done, call attempt_completion with the final result. It ends
-  the session; calls after it in the same message do not run. A message without a tool call gets
-  a reminder, and several in a row fail the task."""
+Call tools through the tool-calling interface. You may call several in one message; they run in
+order. Every reply must call a tool (a few replies without one fail the task). Finish with
+attempt_completion; calls after it do not run."""
 
 
 def catalogue_sections(
-    servers: Mapping[str, Sequence[ToolSpec]], tools: Sequence[ToolSpec], native: bool = False
+    servers: Mapping[str, Sequence[ToolSpec]],
+    tools: Sequence[ToolSpec],
+    native: bool = False,
+    shelf: ToolShelf | None = None,
 ) -> list[Section]:
     """MCP SERVERS, TOOL USE and TOOLS; `tools` are exposed tools, attempt_completion is added.
     `native` (tool_mode: native): the tools go through the provider's API, so TOOL USE is short
-    and the TOOLS section is left out."""
+    and the TOOLS section is left out. `shelf`: the deferred tools (DESIGN 28), listed by name
+    and one line under DEFERRED TOOLS instead of in full; `find_tools` must be among `tools`."""
+    shelf = shelf or ToolShelf()
+    head = Section("MCP SERVERS", _servers_text(servers, shelf, native), "generated")
+    deferred = [Section("DEFERRED TOOLS", shelf.listing(), "generated")] if shelf else []
     if native:
-        return [
-            Section("MCP SERVERS", _servers_text(servers), "generated"),
-            Section("TOOL USE", NATIVE_TOOL_USE, "generated"),
-        ]
+        return [head, Section("TOOL USE", NATIVE_TOOL_USE, "generated"), *deferred]
     every_tool = [*tools, ATTEMPT_COMPLETION]
     offered = {t.name for t in every_tool}
+    entries = [tool_entry(t, offered) for t in every_tool if not shelf.hidden(t.name)]
     return [
-        Section("MCP SERVERS", _servers_text(servers), "generated"),
+        head,
         Section("TOOL USE", TOOL_USE, "generated"),
-        Section("TOOLS", "\n\n".join(_tool_entry(t, offered) for t in every_tool), "generated"),
+        Section("TOOLS", "\n\n".join(entries), "generated"),
+        *deferred,
     ]
 
 
-def _servers_text(servers: Mapping[str, Sequence[ToolSpec]]) -> str:
+def found_text(found: Sequence[ToolSpec], query: str, native: bool, offered: set[str]) -> str:
+    """What `find_tools` answers: the definitions it loaded (xml), or their names (native: the
+    definitions come with the next request), or that nothing matched."""
+    if not found:
+        return (
+            f"No deferred tool matches {query!r}. Try an exact name from DEFERRED TOOLS, or other "
+            "words of what the tool does."
+        )
+    names = ", ".join(spec.name for spec in found)
+    if native:
+        return f"Loaded: {names}. Their definitions are in your tool list from now on."
+    entries = "\n\n".join(tool_entry(spec, offered) for spec in found)
+    return f"Loaded: {names}. Call them as shown:\n\n{entries}"
+
+
+def loaded_announcement(
+    shelf: ToolShelf, native: bool, offered: set[str], why: str = "The context was compacted"
+) -> str:
+    """After a compaction (or on resume), the tools loaded earlier: their definitions may have
+    been cleared from the context."""
+    text = found_text(shelf.loaded_specs(), "", native, offered)
+    return f"[{why}; the tools you loaded with {FIND_TOOLS} stay loaded.] {text}"
+
+
+def _servers_text(
+    servers: Mapping[str, Sequence[ToolSpec]], shelf: ToolShelf, native: bool = False
+) -> str:
     if not servers:
         return (
             "No MCP servers are connected, so the only tool is attempt_completion. "
@@ -75,22 +106,27 @@ def _servers_text(servers: Mapping[str, Sequence[ToolSpec]]) -> str:
         )
     lines = ["These MCP servers provide your tools:", ""]
     for name, specs in servers.items():
-        names = ", ".join(inline_name(spec.name) for spec in specs) or "(no tools)"
-        lines.append(f"- {inline_name(name)}: {names}")
+        shown = [spec for spec in specs if spec.name not in shelf.deferred]
+        names = ", ".join(inline_name(spec.name) for spec in shown)
+        if native and shown:  # the request's tool list names them
+            names = f"{len(shown)} tools"
+        waiting = len(specs) - len(shown)
+        if waiting:
+            names = f"{names}; " if names else ""
+            names += f"{waiting} more under DEFERRED TOOLS"
+        lines.append(f"- {inline_name(name)}: {names or '(no tools)'}")
     return "\n".join(lines)
 
 
-def _tool_entry(spec: ToolSpec, offered: set[str]) -> str:
+def tool_entry(spec: ToolSpec, offered: set[str]) -> str:
+    """One tool in full: description, parameters and an example call (DESIGN 4, 28)."""
     schema = spec.input_schema or {}
     properties: dict[str, Any] = schema.get("properties") or {}
     required = set(schema.get("required") or [])
     # Names, descriptions and schemas come from servers: none of it may open a section.
     about = _without_absent_tools(spec.description.strip(), offered)
     description = quoted_block(about) or "(none given)"
-    lines = [f"## {inline_name(spec.name)}", f"Description: {description}"]
-    if spec.server:
-        lines.append(f"Server: {inline_name(spec.server)}")
-    lines.append("Parameters:")
+    lines = [f"## {inline_name(spec.name)}", description, "Parameters:"]
     if not properties:
         lines.append("- (none)")
     for name, prop in properties.items():
@@ -98,12 +134,6 @@ def _tool_entry(spec: ToolSpec, offered: set[str]) -> str:
         about = " ".join(quoted_block(str(prop.get("description", ""))).split())
         kind = " ".join(describe_type(prop, schema).split())
         lines.append(f"- {inline_name(name)} ({need}, {kind})" + (f": {about}" if about else ""))
-    usage = {
-        name: f"{name} here"
-        for name, prop in properties.items()
-        if name in required or len(properties) <= 3 or prop.get("examples")
-    }
-    lines += ["Usage:", _xml(spec.name, usage)]
     # Optional parameters that carry `examples` are the ones a call usually needs (replace_in_file's
     # `diff`): an Example without them would teach a call that does nothing.
     example = {

@@ -62,7 +62,7 @@ def dynamic_sections(
 def _system_information(workdir: Path, facts: HostFacts) -> Section:
     text = "\n".join(
         [
-            f"Operating system: {facts.os}",
+            f"OS: {facts.os}",
             f"Shell: {facts.shell}",
             f"Working directory: {workdir}",
             f"Current time: {facts.time}",
@@ -74,7 +74,9 @@ def _system_information(workdir: Path, facts: HostFacts) -> Section:
 
 def _workspace_files(workdir: Path, max_file_bytes: int) -> Section:
     listing = list_tree(workdir, WORKSPACE_FILES_LIMIT, max_file_bytes=max_file_bytes)
-    lines = [f"Files in {workdir} (ignoring what .gitignore ignores):", ""]
+    # The working directory is named under SYSTEM INFORMATION; a long temporary path costs
+    # tokens on every turn (DESIGN 28).
+    lines = ["Files of the working directory (without what .gitignore ignores):", ""]
     # A name with a line break or a leading `#` is shown as a JSON string: no file name can add
     # a section to the prompt.
     lines += [inline_name(path) for path in listing.paths] or ["(empty)"]

@@ -58,6 +58,9 @@ _TOTALS_FIELDS = (
     "cost_usd",
     "tool_calls",
     "duration_s",
+    "system_tokens",
+    "tools_tokens",
+    "messages_tokens",
 )
 
 
@@ -125,6 +128,12 @@ def _task_json(outcome: TaskOutcome) -> dict[str, Any]:
         "cache_write_tokens": outcome.totals.cache_write_tokens,
         "input_tokens": outcome.totals.input_tokens,
         "output_tokens": outcome.totals.output_tokens,
+        # What the requests carried, by part, estimated (DESIGN 28).
+        "request_tokens": {
+            "system_tokens": outcome.totals.system_tokens,
+            "tools_tokens": outcome.totals.tools_tokens,
+            "messages_tokens": outcome.totals.messages_tokens,
+        },
         "tool_calls": outcome.totals.tool_calls,
         "cost_usd": outcome.totals.cost_usd,
         "duration_s": outcome.totals.duration_s,

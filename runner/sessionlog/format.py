@@ -195,6 +195,9 @@ class Header:
     mcp_auth: list[dict[str, Any]] | None = None
     """Which auth each MCP server with `auth:` used (DESIGN 26): `{server, type, issuer, scopes,
     expires_at, renewals}` as at the start; never a token. Written only when a server has one."""
+    loaded_tools: list[str] = field(default_factory=list)
+    """A resumed session: the deferred tools its parents loaded with find_tools (DESIGN 28);
+    written only when there are some."""
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Header:
@@ -230,6 +233,7 @@ class Header:
             "started_at": self.started_at,
             **({"sample": self.sample, "of": self.of} if self.of else {}),
             **({"mcp_auth": copy.deepcopy(self.mcp_auth)} if self.mcp_auth else {}),
+            **({"loaded_tools": list(self.loaded_tools)} if self.loaded_tools else {}),
             **(
                 {"parent_session_id": self.parent_session_id, "parent_call": self.parent_call}
                 if self.parent_session_id

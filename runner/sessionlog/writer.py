@@ -191,9 +191,11 @@ class SessionLogWriter:
         retries: int,
         stop_reason: str | None,
         model: str,
+        request: Mapping[str, int] | None = None,
     ) -> None:
         """One completed model call and its usage (a mapping or a dataclass such as `llm.Usage`;
-        `estimated` is true when the provider reported none and the counts were estimated)."""
+        `estimated` is true when the provider reported none and the counts were estimated).
+        `request`: the request's estimated tokens by part (DESIGN 28), when it was measured."""
         raw = usage if isinstance(usage, Mapping) else dataclasses.asdict(usage)
         counts = {
             key: int(raw.get(key) or 0)
@@ -208,6 +210,7 @@ class SessionLogWriter:
             cost_usd=cost_usd,
             retries=retries,
             stop_reason=stop_reason,
+            **({"request": {k: int(v) for k, v in request.items()}} if request else {}),
         )
 
     def tool_call(
@@ -222,15 +225,17 @@ class SessionLogWriter:
         duration_s: float,
         child_session_id: str | None = None,
         call_id: str | None = None,
+        loaded_tools: Sequence[str] | None = None,
     ) -> None:
         """One tool call and its result; a result over the cap is stored in a file of its own.
         `child_session_id`: the session a `sub_agent` call started; `call_id`: the provider's
-        id of a native call."""
+        id of a native call; `loaded_tools`: what a `find_tools` call loaded (DESIGN 28)."""
         self._tool_calls += 1
         preview, ref, size = self._spill("tool-results", self._tool_calls, result)
         child = {"child_session_id": child_session_id} if child_session_id else {}
         if call_id:
             child["call_id"] = call_id
+        extra: dict[str, Any] = {"loaded_tools": list(loaded_tools)} if loaded_tools else {}
         self._event(
             "tool_call",
             turn=turn,
@@ -244,6 +249,7 @@ class SessionLogWriter:
             is_error=is_error,
             duration_s=duration_s,
             **child,
+            **extra,
         )
 
     def compaction(

@@ -218,6 +218,9 @@ class TaskSpec(_Strict):
     tool_mode: Literal["xml", "native", "auto"] = "xml"
     """How tool calls are made: XML in text (default), the provider's native tool API, or
     `auto` (native where the provider and model support it, see runner.run.turn.native)."""
+    tool_search: Literal["auto", "always", "never"] | None = None
+    """Defer MCP tools behind `find_tools` (DESIGN 28): `auto` past the config's thresholds,
+    `always`, or `never`; None: the config's `tool_search.mode` (default `auto`)."""
     agents: dict[str, AgentSpec] = Field(default_factory=dict)
     """Sub-agents the task may start with the `sub_agent` tool (runner.task.agents)."""
     sandbox: SandboxSettings = SandboxSettings()

@@ -23,7 +23,7 @@ from runner.toolcall.reply import (
     render_result,
     render_usage,
 )
-from runner.toolcall.spec import ATTEMPT_COMPLETION, ToolResult, ToolSpec
+from runner.toolcall.spec import ATTEMPT_COMPLETION, ToolResult, ToolSpec, lean_schema
 
 __all__ = [
     "ATTEMPT_COMPLETION",
@@ -44,4 +44,5 @@ __all__ = [
     "render_call_errors",
     "render_result",
     "render_usage",
+    "lean_schema",
 ]

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ATTEMPT_COMPLETION", "ToolResult", "ToolSpec"]
+__all__ = ["ATTEMPT_COMPLETION", "ToolResult", "ToolSpec", "lean_schema"]
 
 
 @dataclass(frozen=True)
@@ -52,24 +52,53 @@ class ToolResult:
 
 ATTEMPT_COMPLETION = ToolSpec(
     name="attempt_completion",
-    description=(
-        "Finish the task. Call it once the work is done (or cannot be done) with a final result: "
-        "what you did, what you found, or why you could not finish. The session ends with this "
-        "call; no other tool call in the same message runs after it."
-    ),
+    description=("End the session with your final result."),
     input_schema={
         "type": "object",
         "properties": {
             "result": {
                 "type": "string",
-                "description": "The final result of the task, complete in itself.",
+                "description": "Your final result, complete in itself.",
             },
             "status": {
                 "type": "string",
                 "enum": ["success", "failure"],
-                "description": "success if the task is done, failure if it could not be done.",
+                "description": "failure if the task could not be done.",
             },
         },
         "required": ["result"],
     },
 )
+
+
+_NAME_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties"})
+"""Schema keys whose values map names (which may be anything, `title` too) to schemas."""
+
+
+def lean_schema(schema: Any) -> Any:
+    """`schema` as a request sends it (DESIGN 28): without what only documents it for people
+    (pydantic's generated `title`s, a `default` of null), and an `anyOf` of one plain type and
+    null written as a type list (`{"type": ["integer", "null"]}`), which means the same."""
+    if isinstance(schema, list):
+        return [lean_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key == "default" and value is None:
+            continue
+        if key in _NAME_MAPS and isinstance(value, dict):
+            out[key] = {name: lean_schema(sub) for name, sub in value.items()}
+        else:
+            out[key] = lean_schema(value)
+    options = out.get("anyOf")
+    if isinstance(options, list) and len(options) == 2 and "type" not in out:
+        kinds = [
+            o.get("type") if isinstance(o, dict) and set(o) == {"type"} else None for o in options
+        ]
+        if "null" in kinds and all(isinstance(k, str) for k in kinds):
+            del out["anyOf"]
+            out["type"] = [k for k in kinds if k != "null"] + ["null"]
+    return out

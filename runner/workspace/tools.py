@@ -17,62 +17,37 @@ from typing import Annotated
 from pydantic import Field
 
 from runner.settings import WorkspaceLimits
-from runner.workspace.commands import DEFAULT_TIMEOUT_S, MAX_OUTPUT_CHARS, Commands, GroupWatcher
-from runner.workspace.files import MAX_LIST_ENTRIES, MAX_READ_LINES, Files, parse_blocks
+from runner.workspace.commands import DEFAULT_TIMEOUT_S, Commands, GroupWatcher
+from runner.workspace.files import Files, parse_blocks
 from runner.workspace.paths import Confinement, WorkspaceError
 
 __all__ = ["DESCRIPTIONS", "READ_ONLY", "WorkspaceTools", "error_text"]
 
-_PATH = "Path of the file, relative to the workspace root."
-_REPLACE_DESCRIPTION = """\
-Edit a file by exact search and replace. Each edit is a block:
-
-<<<<<<< SEARCH
-exact lines currently in the file
-=======
-the lines to put in their place
->>>>>>> REPLACE
-
-Put several blocks in one `diff` to make several edits; they apply in order. SEARCH must match the \
-file exactly once, whitespace and indentation included: include enough surrounding lines to make \
-it unique. A SEARCH that matches nothing or more than one place is refused (the error shows the \
-closest lines). Instead of `diff` you may give one edit as `search` and `replace`. The edit is \
-refused if the file changed since you last read it: read it again first. To create a file or \
-rewrite it whole, use write_to_file."""
+_PATH = "File path, relative to the root."
+_REPLACE_DESCRIPTION = (
+    "Edit a file by exact search and replace: `diff` holds one or more SEARCH/REPLACE blocks. "
+    "Each SEARCH must match the file exactly once, whitespace included; blocks apply in order. "
+    "Or give one edit as `search` and `replace`."
+)
 
 DESCRIPTIONS: dict[str, str] = {
-    "read_file": (
-        "Read a text file and return it with line numbers, as `N | line`. Shows at most "
-        f"{MAX_READ_LINES} lines per call; use start_line/end_line for a part of a long file. "
-        "Binary, very large and non-regular files (FIFOs, devices) are refused. Line numbers "
-        "are for reference only: never include the `N | ` prefix in edits."
-    ),
+    "read_file": ("Read a text file with line numbers (`N | line`; never put them in edits)."),
     "write_to_file": (
-        "Write a whole file: create it, or replace all of its content. Missing parent "
-        "folders are created. For small changes to an existing file prefer replace_in_file. "
-        "Files inside .git/ cannot be written."
+        "Create a file or replace all its content (missing folders are created). For small "
+        "edits prefer replace_in_file."
     ),
     "replace_in_file": _REPLACE_DESCRIPTION,
-    "list_files": (
-        "List the files and folders in a folder (folders end with `/`). Entries ignored by "
-        "the repository's .gitignore files, and .git itself, are left out. At most "
-        f"{MAX_LIST_ENTRIES} entries; a note says when the list was cut."
-    ),
+    "list_files": ("List a folder (folders end with `/`), without what .gitignore ignores."),
     "search_files": (
-        "Search file contents with a regular expression (ripgrep/Python syntax). Returns "
-        "`path:line:text` for matches and `path-line-text` for one line of context around "
-        "each, skipping binary, large and .gitignore'd files. The number of matches is bounded."
+        "Search file contents with a regular expression; gives `path:line:text` matches."
     ),
     "execute_command": (
-        "Run a shell command (/bin/sh -c) in the workspace root and return its exit code and "
-        f"output (stdout and stderr together). Output over {MAX_OUTPUT_CHARS} characters is "
-        "cut in the middle; the full output is saved to a file whose path is given, readable "
-        "with read_file. The command has no stdin; it and every process it starts are killed "
-        "when it ends or times out. Destructive commands (deleting /, mkfs, fork bombs, "
-        "writing to /etc, /usr, /bin, /boot) are refused."
+        "Run a shell command (/bin/sh -c, no stdin) in the workspace root; gives its exit code "
+        "and output. Processes it starts end with it."
     ),
 }
 """Every tool, in the order it is listed, with its description; the keys are method names."""
+
 
 READ_ONLY = frozenset({"read_file", "list_files", "search_files"})
 """The tools that change nothing: published with `readOnlyHint`, so that several of their calls
@@ -105,19 +80,15 @@ class WorkspaceTools:
     def read_file(
         self,
         path: Annotated[str, Field(description=_PATH)],
-        start_line: Annotated[
-            int | None, Field(description="First line to show (1-based); default 1.")
-        ] = None,
-        end_line: Annotated[
-            int | None, Field(description="Last line to show (inclusive); default the end.")
-        ] = None,
+        start_line: Annotated[int | None, Field(description="First line, from 1.")] = None,
+        end_line: Annotated[int | None, Field(description="Last line, inclusive.")] = None,
     ) -> str:
         return self._files.read(path, start_line, end_line)
 
     def write_to_file(
         self,
         path: Annotated[str, Field(description=_PATH)],
-        content: Annotated[str, Field(description="The complete new content of the file.")],
+        content: Annotated[str, Field(description="The whole new content.")],
     ) -> str:
         return self._files.write(path, content)
 
@@ -127,7 +98,8 @@ class WorkspaceTools:
         diff: Annotated[
             str | None,
             Field(
-                description="One or more SEARCH/REPLACE blocks in the format above.",
+                description="Blocks of `<<<<<<< SEARCH`, the exact lines, `=======`, the new "
+                "lines, `>>>>>>> REPLACE`, each marker on its own line.",
                 examples=[
                     "<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n>>>>>>> REPLACE"
                 ],
@@ -137,42 +109,34 @@ class WorkspaceTools:
             str | None, Field(description="Instead of diff: the exact text to find.")
         ] = None,
         replace: Annotated[
-            str | None, Field(description="Instead of diff: the text to put in its place.")
+            str | None, Field(description="Instead of diff: its replacement.")
         ] = None,
     ) -> str:
         return self._files.replace(path, _blocks(diff, search, replace))
 
     def list_files(
         self,
-        path: Annotated[
-            str, Field(description="Folder, relative to the workspace root; default the root.")
-        ] = ".",
-        recursive: Annotated[
-            bool, Field(description="true: also list everything in the subfolders.")
-        ] = False,
+        path: Annotated[str, Field(description="Folder, relative to the root.")] = ".",
+        recursive: Annotated[bool, Field(description="true: list the subfolders too.")] = False,
     ) -> str:
         return self._files.list(path, recursive)
 
     async def search_files(
         self,
-        path: Annotated[
-            str, Field(description="Folder (or file) to search, relative to the root.")
-        ],
+        path: Annotated[str, Field(description="Folder or file, relative to the root.")],
         regex: Annotated[str, Field(description="The regular expression to look for.")],
         file_pattern: Annotated[
-            str | None, Field(description="Only search files matching this glob, e.g. `*.py`.")
+            str | None, Field(description="Only files matching this glob, e.g. `*.py`.")
         ] = None,
     ) -> str:
         return await self._commands.search(path, regex, file_pattern)
 
     async def execute_command(
         self,
-        command: Annotated[str, Field(description="The shell command line to run.")],
+        command: Annotated[str, Field(description="The shell command line.")],
         timeout_s: Annotated[
             float | None,
-            Field(
-                description=f"Seconds before the command is killed; default {DEFAULT_TIMEOUT_S:g}."
-            ),
+            Field(description=f"Seconds before it is killed; default {DEFAULT_TIMEOUT_S:g}."),
         ] = None,
     ) -> str:
         return await self._commands.execute(command, timeout_s)

@@ -19,11 +19,11 @@ from tests.fakes.model_server import RecordedRequest, Step, fault, reply
 
 FILES = {f"{name}.txt": f"{name}: a file of some length\n" * 16 for name in "abcd"}
 # Long reasoning makes each turn about 1600 tokens, so clearing tool results is not enough and
-# the history must be summarised. The system prompt with the workspace tools is ~2500 tokens:
-# three turns fit under 80% of a 10000-token window, four do not (with room for prompt changes).
+# the history must be summarised. The system prompt with the workspace tools is ~1300 tokens
+# (DESIGN 28): three turns fit under 80% of an 8500-token window, four do not.
 REASONING = "I read the files one at a time and keep careful notes on what each one holds. " * 75
 SUMMARY = "Summary: files a and b were read; both are short."
-TINY_WINDOW = 10000
+TINY_WINDOW = 8500
 OUT = ["--out", "OUT"]
 
 

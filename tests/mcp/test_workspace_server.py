@@ -55,7 +55,10 @@ async def test_workspace_tool_descriptions_document_their_parameters(
 ) -> None:
     async with make_hub({"workspace": workspace_server(tmp_path)}) as hub:
         specs = {spec.name: spec for spec in hub.tools}
-    assert "<<<<<<< SEARCH" in specs["replace_in_file"].description
+    # The block layout is told where both tool modes show it: the `diff` parameter (DESIGN 28).
+    replace = specs["replace_in_file"]
+    told = replace.description + replace.input_schema["properties"]["diff"]["description"]
+    assert "<<<<<<< SEARCH" in told and "=======" in told and ">>>>>>> REPLACE" in told
     for spec in specs.values():
         assert len(spec.description) > 60
         for name, prop in spec.input_schema["properties"].items():

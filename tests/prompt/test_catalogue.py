@@ -44,14 +44,19 @@ def test_examples_are_built_from_the_schema():
     assert example_value(props["either"], SCHEMA) == 1
 
 
-def test_tools_section_shows_parameters_usage_and_example():
+def test_tools_section_shows_every_parameter_and_an_example_of_the_required_ones():
+    # The Usage block of the first release (every parameter as `NAME here`) repeated the
+    # Parameters list; the Example shows the call's form with real values (docs/prompt.md).
     text = sections()["TOOLS"]
     assert "## probe" in text
     assert "- path (required, string): File path to read" in text
     assert "- note (optional, string or null)" in text
-    assert "Usage:\n<probe>\n<path>path here</path>" in text
+    assert "- either (optional, integer or null)" in text
     assert "Example:\n<probe>\n<path>src/main.py</path>\n<count>3</count>" in text
     assert '<tags>["text"]</tags>' in text
+    example = text.split("Example:", 1)[1]
+    assert "<note>" not in example and "<either>" not in example
+    assert "Usage:" not in text and "here</" not in text
 
 
 def test_attempt_completion_is_always_in_the_catalogue():

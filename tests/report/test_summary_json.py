@@ -36,6 +36,7 @@ def test_summary_carries_run_facts_and_each_task() -> None:
         "cache_write_tokens": 0,
         "input_tokens": 1000,
         "output_tokens": 234,
+        "request_tokens": {"system_tokens": 0, "tools_tokens": 0, "messages_tokens": 0},
         "tool_calls": 2,
         "cost_usd": 0.01,
         "duration_s": 1.5,

@@ -148,6 +148,7 @@ def all_events(out: Path, *, golden: bool) -> SessionLogWriter:
         retries=1,
         stop_reason=None,
         model="gpt-4o-mini",
+        request={"system_tokens": 500, "tools_tokens": 250, "messages_tokens": 150},
     )
     w.tool_call(
         1,
@@ -166,6 +167,16 @@ def all_events(out: Path, *, golden: bool) -> SessionLogWriter:
         result="error: missing.txt does not exist",
         is_error=True,
         duration_s=0.001,
+    )
+    w.tool_call(
+        1,
+        tool="find_tools",
+        server="",
+        arguments={"query": "issues"},
+        result="Loaded: list_issues. Call them as shown: ...",
+        is_error=False,
+        duration_s=0.0,
+        loaded_tools=["list_issues"],
     )
     w.message("user", f"<result tool='read_file'>line 0: token={SECRET} ok ...</result>", 1)
     w.warning(f"the tool list changed since the parent session (key {SECRET})")

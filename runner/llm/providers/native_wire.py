@@ -14,6 +14,7 @@ from typing import Any
 
 from runner.llm.base import Message
 from runner.llm.native import NativeCall, NativeTools, ToolNames
+from runner.toolcall import lean_schema
 
 __all__ = [
     "AnthropicCalls",
@@ -27,7 +28,7 @@ __all__ = [
 
 def _schema(spec_schema: dict[str, Any]) -> dict[str, Any]:
     """An object schema, as both APIs require for a tool's parameters."""
-    schema = dict(spec_schema or {})
+    schema = dict(lean_schema(spec_schema or {}))
     schema.setdefault("type", "object")
     if schema.get("type") == "object":
         schema.setdefault("properties", {})

@@ -6,6 +6,7 @@ import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Literal
 
 from runner.errors import ConfigError, ExitCode, Problem, RunnerError
 from runner.run.plan.jobs import self_grading_problem
@@ -59,23 +60,63 @@ def agent_problems(task: Task, settings: Settings) -> list[Problem]:
 
 
 def print_prompt(
-    path: str, name: str | None, params: Mapping[str, str], config: Path | None
+    path: str,
+    name: str | None,
+    params: Mapping[str, str],
+    config: Path | None,
+    *,
+    stats: bool = False,
+    json_output: bool = False,
+    tool_mode: Literal["xml", "native"] | None = None,
+    model: str | None = None,
 ) -> int:
-    """Print the exact system prompt one task would get."""
+    """Print the exact system prompt one task would get; with `stats`, what its first request
+    carries by section and by tool instead (DESIGN 28), as JSON with `json_output`. `tool_mode`
+    and `model` stand in for the task's (the model decides the window and the wire shape)."""
     settings = load_settings(config_file=config)
     tasks = load_selected_tasks([path], params, settings)
     task = _pick(tasks, name, path)
+    if tool_mode is not None:
+        from runner.run.turn import task_in_mode
+
+        task = task_in_mode(task, tool_mode)
+    from runner.llm import lookup_model
+    from runner.prompt import prompt_stats, render_sections, stats_text
     from runner.redact import Redactor
     from runner.run.agents import offered_tools
     from runner.run.guard import report_finding_spec, task_skills, tools_with_skills
-    from runner.run.session import task_system_prompt, task_tool_lists
+    from runner.run.session import (
+        offered_with_search,
+        task_prompt_sections,
+        task_shelf,
+        task_tool_lists,
+    )
+    from runner.toolcall import ATTEMPT_COMPLETION
 
     every, allowed = task_tool_lists(task, settings)
     skills = task_skills(task, lambda line: print(f"warning: {line}", file=sys.stderr))
     own = tools_with_skills(task, every, allowed, skills)
     tools = offered_tools(task, [*own, *([report_finding_spec()] if task.spec.findings else [])])
+    spec = model or task.spec.model or settings.model or ""
+    info = lookup_model(spec.split(":", 1)[-1], settings.models) if spec else None
+    shelf = task_shelf(task, settings, tools, info.context_window if info else None)
+    tools = offered_with_search(tools, shelf)
     mask = Redactor([*settings.secret_values(), *task.secrets]).text
-    sys.stdout.write(task_system_prompt(task, settings, tools, environ(), skills=skills, mask=mask))
+    sections = task_prompt_sections(
+        task, settings, tools, environ(), skills=skills, mask=mask, shelf=shelf
+    )
+    if not stats:
+        sys.stdout.write(render_sections(sections))
+        return ExitCode.OK
+    native = task.spec.tool_mode == "native"
+    catalogue = [*tools, ATTEMPT_COMPLETION]
+    request_tools = shelf.visible(catalogue) if native else None
+    provider = spec.split(":", 1)[0]
+    found = prompt_stats(sections, catalogue, task.prompt, request_tools, shelf.deferred, provider)
+    if json_output:
+        print(json.dumps(found, indent=2))
+    else:
+        sys.stdout.write(stats_text(found))
     return ExitCode.OK
 
 

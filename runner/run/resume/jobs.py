@@ -139,7 +139,18 @@ def _resume_point(record: SessionRecord, message: str | None) -> ResumePoint:
         worktree=parent_worktree(record.header, record.path),
         results=results,
         findings=_findings(record),
+        loaded_tools=_loaded_tools(record),
     )
+
+
+def _loaded_tools(record: SessionRecord) -> tuple[str, ...]:
+    """The deferred tools the parent had loaded (DESIGN 28): those its own parents had (its
+    header), then those its find_tools calls loaded."""
+    names = [str(n) for n in record.header.get("loaded_tools") or [] if isinstance(n, str)]
+    for event in record.events:
+        if event.get("type") == "tool_call" and isinstance(event.get("loaded_tools"), list):
+            names += [str(n) for n in event["loaded_tools"]]
+    return tuple(dict.fromkeys(names))
 
 
 def _findings(record: SessionRecord) -> tuple[Finding, ...]:
@@ -178,7 +189,11 @@ def _used(record: SessionRecord) -> Totals:
     for event in record.events:
         if event.get("type") == "model_call":
             usage = event.get("usage") or {}
+            request = event.get("request") or {}
             used = used + Totals(
+                system_tokens=int(request.get("system_tokens", 0)),
+                tools_tokens=int(request.get("tools_tokens", 0)),
+                messages_tokens=int(request.get("messages_tokens", 0)),
                 turns=1,
                 input_tokens=int(usage.get("input_tokens", 0)),
                 output_tokens=int(usage.get("output_tokens", 0)),

@@ -19,7 +19,13 @@ from runner.run.session.isolation import (
     write_reason,
 )
 from runner.run.session.session import ResumePoint, RunContext, run_task
-from runner.run.session.tools import task_system_prompt, task_tool_lists
+from runner.run.session.tools import (
+    offered_with_search,
+    task_prompt_sections,
+    task_shelf,
+    task_system_prompt,
+    task_tool_lists,
+)
 from runner.run.session.worktree import repository_of
 
 __all__ = [
@@ -28,11 +34,14 @@ __all__ = [
     "RunContext",
     "check_isolation",
     "locate_in_checkout",
+    "offered_with_search",
     "parent_worktree",
     "repository_of",
     "run_child",
     "run_in_isolation",
     "run_task",
+    "task_prompt_sections",
+    "task_shelf",
     "task_system_prompt",
     "task_tool_lists",
     "write_reason",

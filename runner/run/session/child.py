@@ -19,9 +19,10 @@ from runner import __version__
 from runner.errors import ProviderError, RunnerError
 from runner.llm import LLM, Message, Usage, context_window_of, cost_usd, create_llm
 from runner.outcome import Status
+from runner.prompt import RequestMeter, render_sections
 from runner.run.agents import AgentTools, RunContext, SessionFrame, call_concurrency
 from runner.run.session.header import totals_of
-from runner.run.session.tools import task_system_prompt
+from runner.run.session.tools import task_prompt_sections
 from runner.run.telemetry import traced_llm, traced_tools
 from runner.run.turn import (
     AgentGaveUp,
@@ -175,7 +176,7 @@ async def _converse(
     offered = executor.tools()
     # The parent's tool mode, when the agent's model can call tools natively; else xml.
     native = native_tools_for(frame.task, llm, offered)
-    system = task_system_prompt(
+    sections = task_prompt_sections(
         task_in_mode(frame.task, "native" if native else "xml"),
         ctx.settings,
         offered,
@@ -183,6 +184,7 @@ async def _converse(
         sections={**frame.task.spec.sections, "ROLE": agent.prompt},
         mask=frame.redactor.text,
     )
+    system = render_sections(sections)
     parent_call = {
         "turn": parent.budget.turns,
         "index": index,
@@ -242,6 +244,7 @@ async def _converse(
                 cost_of=cost_of,
                 denied=executor.denied(),
                 concurrency=call_concurrency(frame.task, offered, ctx.settings.max_parallel_reads),
+                meter=RequestMeter(system, sections, llm.provider),
             )
     except TimeoutError:
         if scope.expired():

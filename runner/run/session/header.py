@@ -9,20 +9,53 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from runner import __version__
 from runner.errors import McpServerError, ProviderError, RunnerError, SandboxUnavailable
-from runner.llm import LLM
-from runner.outcome import Status, Totals
+from runner.llm import LLM, Message, NativeResult
+from runner.outcome import Finding, Status, Totals
+from runner.prompt import ToolShelf, loaded_announcement
 from runner.run.session.isolation import checkout_of
-from runner.run.turn import Budget
+from runner.run.turn import Budget, native_fields
 from runner.sessionlog import LogWriteError, SessionLogWriter
 from runner.task import Task
 from runner.toolcall import ToolSpec
 
-__all__ = ["end_log", "error_kind", "session_header", "tool_drift", "totals_of"]
+__all__ = [
+    "ResumePoint",
+    "end_log",
+    "error_kind",
+    "opening_messages",
+    "session_header",
+    "tool_drift",
+    "totals_of",
+]
+
+
+@dataclass(frozen=True)
+class ResumePoint:
+    """Where a resumed session picks up."""
+
+    parent_id: str
+    messages: list[Message]
+    """The parent's context, compactions applied."""
+    message: str
+    """The one user message appended."""
+    budget_used: Totals = field(default_factory=Totals)
+    """What the parent spent: limits are cumulative across resumes."""
+    expected_tools: tuple[str, ...] = ()
+    """The parent's tool names, to warn when the tools drifted."""
+    worktree: dict[str, str] | None = None
+    """The parent ran in a worktree: its `head` and `patch` (runner.run.session.isolation)."""
+    results: tuple[NativeResult, ...] = ()
+    """Native mode: results the appended message owes the parent's last calls."""
+    findings: tuple[Finding, ...] = ()
+    """The parent's findings (DESIGN 21): the resumed task reports them with its own."""
+    loaded_tools: tuple[str, ...] = ()
+    """Deferred tools the parent loaded with find_tools (DESIGN 28): they stay loaded."""
 
 
 def session_header(
@@ -118,4 +151,33 @@ def totals_of(budget: Budget, started: float) -> Totals:
         cost_usd=round(budget.cost_usd, 6),
         tool_calls=budget.tool_calls,
         duration_s=round(time.monotonic() - started, 3),
+        system_tokens=budget.requested.system,
+        tools_tokens=budget.requested.tools,
+        messages_tokens=budget.requested.messages,
     )
+
+
+def opening_messages(
+    task: Task,
+    resume: ResumePoint | None,
+    shelf: ToolShelf,
+    log: SessionLogWriter,
+    opening: str,
+    tools: list[ToolSpec],
+    native: bool,
+    turn: int,
+) -> list[Message]:
+    """The context the first model call gets, logged: the task, or the parent's context and the
+    message that resumes it (naming the tools it had loaded, DESIGN 28)."""
+    if resume is None:
+        log.message("user", task.prompt + opening, 0)
+        return [Message("user", task.prompt + opening)]
+    log.resume(resume.parent_id, [m.record() for m in resume.messages])
+    if shelf.loaded:  # their definitions may have been compacted away
+        offered = {t.name for t in tools}
+        why = "The session resumes"
+        opening += "\n\n" + loaded_announcement(shelf, native, offered, why)
+    first = Message("user", resume.message + opening, results=resume.results)
+    # Turns continue from the parent's: the new message belongs to its last turn.
+    log.message("user", first.content, turn, **native_fields(first))
+    return [*resume.messages, first]

@@ -17,15 +17,14 @@ from runner.errors import ExitCode, RunnerError
 from runner.fleet import Governor
 from runner.llm import (
     LLM,
-    Message,
-    NativeResult,
     Usage,
     context_window_of,
     cost_usd,
     max_output_tokens_for,
 )
 from runner.mcp import McpHub, McpLimits
-from runner.outcome import Finding, Status, TaskOutcome, Totals
+from runner.outcome import Status, TaskOutcome
+from runner.prompt import RequestMeter, ToolShelf, render_sections
 from runner.redact import Redactor
 from runner.run.agents import agent_executor, call_concurrency, offered_tools
 from runner.run.guard import (
@@ -42,11 +41,24 @@ from runner.run.guard import (
 )
 from runner.run.session.checks import structured_result
 from runner.run.session.child import run_child
-from runner.run.session.header import end_log, error_kind, session_header, tool_drift, totals_of
+from runner.run.session.header import (
+    ResumePoint,
+    end_log,
+    error_kind,
+    opening_messages,
+    session_header,
+    tool_drift,
+    totals_of,
+)
 from runner.run.session.judge import agent_failure_reason, judge_completion, judging_start
 from runner.run.session.requirements import GitState
 from runner.run.session.rubric import Grading
-from runner.run.session.tools import check_tool_patterns, task_system_prompt
+from runner.run.session.tools import (
+    check_tool_patterns,
+    offered_with_search,
+    task_prompt_sections,
+    task_shelf,
+)
 from runner.run.telemetry import Progress, traced_llm, traced_tools
 from runner.run.turn import (
     ANSWERED,
@@ -99,27 +111,6 @@ class RunContext:
     """The governor's figures at the end of the run, for summary.json."""
 
 
-@dataclass(frozen=True)
-class ResumePoint:
-    """Where a resumed session picks up."""
-
-    parent_id: str
-    messages: list[Message]
-    """The parent's context, compactions applied."""
-    message: str
-    """The one user message appended."""
-    budget_used: Totals = field(default_factory=Totals)
-    """What the parent spent: limits are cumulative across resumes."""
-    expected_tools: tuple[str, ...] = ()
-    """The parent's tool names, to warn when the tools drifted."""
-    worktree: dict[str, str] | None = None
-    """The parent ran in a worktree: its `head` and `patch` (runner.run.session.isolation)."""
-    results: tuple[NativeResult, ...] = ()
-    """Native mode: results the appended message owes the parent's last calls."""
-    findings: tuple[Finding, ...] = ()
-    """The parent's findings (DESIGN 21): the resumed task reports them with its own."""
-
-
 @dataclass
 class _State:
     log: SessionLogWriter | None = None
@@ -143,6 +134,10 @@ class _State:
     auth: Callable[[], list[Any]] = list  # the hub's AuthRecords, restarts included (DESIGN 26)
     grading: Grading | None = None
     """`success.rubric`: its grader's spending and last grade (runner.run.session.rubric)."""
+    shelf: ToolShelf = field(default_factory=ToolShelf)
+    """The deferred tools and those loaded so far (DESIGN 28)."""
+    meter: RequestMeter | None = None
+    """Measures each request by part (DESIGN 28)."""
 
 
 async def run_task(
@@ -262,9 +257,14 @@ async def _run(
             own = tools_with_skills(task, hub.tools, hub.allowed_tools, skills)
             tools = offered_tools(task, state.findings.tools(own))
             check_tool_patterns(task, [*hub.tools, *tools])
-            system = task_system_prompt(
-                task, settings, tools, ctx.env, mask=redactor.text, skills=skills
+            state.shelf = task_shelf(task, settings, tools, await context_window_of(llm))
+            state.shelf.load(resume.loaded_tools if resume is not None else ())
+            tools = offered_with_search(tools, state.shelf)
+            sections = task_prompt_sections(
+                task, settings, tools, ctx.env, mask=redactor.text, skills=skills, shelf=state.shelf
             )
+            system = render_sections(sections)
+            state.meter = RequestMeter(system, sections, llm.provider)
             _open_log(task, llm, ctx, state, redactor, system, tools, resume)
             if resume is not None and state.log is not None:
                 drift = tool_drift(resume.expected_tools, tools)
@@ -309,6 +309,8 @@ def _open_log(
     )
     if records := state.auth():
         header["mcp_auth"] = [record.as_json() for record in records]
+    if state.shelf.loaded:  # loaded before this session (a resume): its own resume needs them
+        header["loaded_tools"] = list(state.shelf.loaded)
     state.log = SessionLogWriter.create(ctx.out_dir, header, redactor, events=ctx.events)
     for line in state.early_warnings:
         state.log.warning(line)
@@ -331,21 +333,16 @@ async def _converse(
     assert log is not None
     llm = traced_llm(llm)
     info = llm.info
-    llm, native = native_model(task, llm, tools)  # tool_mode native: requests carry the tools
+    # tool_mode native: requests carry the tools (the deferred ones once loaded)
+    llm, native = native_model(task, llm, tools, state.shelf)
 
     def cost_of(usage: Usage) -> float:
         return cost_usd(usage, info)
 
     opening = await state.hooks.session_start() if state.hooks else ""
-    if resume is None:
-        messages = [Message("user", task.prompt + opening)]
-        log.message("user", task.prompt + opening, 0)
-    else:
-        log.resume(resume.parent_id, [m.record() for m in resume.messages])
-        first = Message("user", resume.message + opening, results=resume.results)
-        messages = [*resume.messages, first]
-        # Turns continue from the parent's: the new message belongs to its last turn.
-        log.message("user", first.content, state.budget.turns, **native_fields(first))
+    messages = opening_messages(
+        task, resume, state.shelf, log, opening, tools, native is not None, state.budget.turns
+    )
     compactor = Compactor(
         llm=llm,
         system=system,
@@ -389,6 +386,8 @@ async def _converse(
                         ctx.settings.max_tool_calls_per_reply, ctx.settings.max_turn_results_chars
                     ),
                     native=native,
+                    meter=state.meter,
+                    shelf=state.shelf,
                 )
                 if state.completion.status == "failure":
                     return "failed", "agent", agent_failure_reason(state.completion.result, mask)

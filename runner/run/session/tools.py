@@ -13,12 +13,15 @@ from runner.task import Task
 from runner.toolcall import ToolSpec
 
 if TYPE_CHECKING:
-    from runner.prompt import Budgeting, Skill
+    from runner.prompt import Budgeting, Section, Skill, ToolShelf
 
 __all__ = [
     "check_tool_patterns",
     "list_task_tools",
+    "offered_with_search",
     "task_budgeting",
+    "task_prompt_sections",
+    "task_shelf",
     "task_system_prompt",
     "task_tool_lists",
 ]
@@ -36,6 +39,29 @@ def check_tool_patterns(task: Task, tools: list[ToolSpec]) -> None:
         raise ConfigError(f"{task.file}:{task.line}: task {task.name!r}: " + "; ".join(lines))
 
 
+def task_shelf(
+    task: Task, settings: Settings, tools: list[ToolSpec], context_window: int | None
+) -> ToolShelf:
+    """The tools of `tools` that wait behind `find_tools` (DESIGN 28): the config's
+    `tool_search`, with the task's own mode over it; `context_window` of the task's model."""
+    from runner.prompt import ToolSearch, ToolShelf, defer
+
+    config = settings.tool_search
+    search = ToolSearch(
+        mode=task.spec.tool_search or config.mode,
+        max_tools=config.max_tools,
+        window_share=config.window_share,
+    )
+    return ToolShelf.of(defer(tools, search, context_window))
+
+
+def offered_with_search(tools: list[ToolSpec], shelf: ToolShelf) -> list[ToolSpec]:
+    """`tools`, and `find_tools` when some of them are deferred."""
+    from runner.prompt import find_tools_spec
+
+    return [*tools, find_tools_spec()] if shelf else tools
+
+
 def task_system_prompt(
     task: Task,
     settings: Settings,
@@ -44,11 +70,30 @@ def task_system_prompt(
     sections: dict[str, str] | None = None,
     mask: Callable[[str], str] | None = None,
     skills: Sequence[Skill] = (),
+    shelf: ToolShelf | None = None,
 ) -> str:
     """The system prompt of `task` offering `tools` (and `skills`), exactly as a run renders it;
     `sections` replace the task's inline sections (a sub-agent's ROLE); `mask` hides secrets in
-    what the prompt quotes from the task (its success check)."""
-    from runner.prompt import build_sections, host_facts, render_sections, skills_section
+    what the prompt quotes from the task (its success check); `shelf`: the deferred tools."""
+    from runner.prompt import render_sections
+
+    return render_sections(
+        task_prompt_sections(task, settings, tools, env, sections, mask, skills, shelf)
+    )
+
+
+def task_prompt_sections(
+    task: Task,
+    settings: Settings,
+    tools: list[ToolSpec],
+    env: dict[str, str],
+    sections: dict[str, str] | None = None,
+    mask: Callable[[str], str] | None = None,
+    skills: Sequence[Skill] = (),
+    shelf: ToolShelf | None = None,
+) -> list[Section]:
+    """The sections `task_system_prompt` renders."""
+    from runner.prompt import build_sections, host_facts, skills_section
 
     servers: dict[str, list[ToolSpec]] = {}
     for spec in tools:
@@ -64,11 +109,12 @@ def task_system_prompt(
         budgeting=task_budgeting(task, mask or (lambda text: text)),
         max_file_bytes=settings.prompt_file_max_bytes,
         native=task.spec.tool_mode == "native",
+        shelf=shelf,
     )
     if skills:  # after the dynamic sections, before the tool catalogue
         at = next(i for i, section in enumerate(built) if section.title == "MCP SERVERS")
         built.insert(at, skills_section(skills))
-    return render_sections(built)
+    return built
 
 
 def task_budgeting(task: Task, mask: Callable[[str], str]) -> Budgeting:

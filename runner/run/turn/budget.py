@@ -15,6 +15,7 @@ from typing import Literal
 
 from runner.fleet import FleetCapReached, FleetGovernor
 from runner.llm import Usage
+from runner.prompt import RequestTokens
 
 __all__ = ["MIN_REPLY_TOKENS", "Budget", "LimitExceeded", "LimitKind", "RunBudget"]
 
@@ -64,6 +65,8 @@ class Budget:
     """Tool calls a policy refused (counted in `tool_calls` too)."""
     reserve_output_tokens: int = 0
     """Output tokens a model call is assumed to use while it runs (the `max_output_tokens`)."""
+    requested: RequestTokens = field(default_factory=RequestTokens)
+    """The measured requests' tokens by part, summed (DESIGN 28)."""
     reserved_usd: float = 0.0
     """The estimates of this session's model calls under way, and of its sub-agents' (held
     against `max_cost_usd` as the run's are against its cap; see `reservation`)."""

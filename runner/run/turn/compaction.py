@@ -78,6 +78,8 @@ class Compactor:
         self._ratio = ratio
         self._keep_messages = 2 * keep_turns
         self._chars = MessageChars()
+        self.compactions = 0
+        """Compactions done so far (clearing and summary count one each)."""
 
     async def follow_window(self) -> int | None:
         """Take the model's window as the provider knows it now (one that learns it from the
@@ -181,6 +183,7 @@ class Compactor:
         messages: list[Message],
         summary: str | None = None,
     ) -> None:
+        self.compactions += 1
         self._events.compaction(
             turn,
             kind=kind,

@@ -8,19 +8,21 @@ budget_exceeded, `AgentGaveUp` as failed; provider and MCP errors pass through t
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal, Protocol
 
 from runner.errors import ContextLengthError
 from runner.llm import LLM, Message, NativeTools, Reply, RetryEvent, Usage, activity, reply_cap
+from runner.prompt import RequestMeter, RequestTokens, ToolShelf
 from runner.run.turn.batch import SEQUENTIAL, Concurrency, batches, gather_in_order
 from runner.run.turn.budget import Budget
 from runner.run.turn.compaction import CompactionSink, Compactor
 from runner.run.turn.cutreply import context_text, cut_items, cut_notice, was_cut
 from runner.run.turn.native import native_fields, native_items, results_message
 from runner.run.turn.replybounds import DEFAULT_BOUNDS, ReplyBounds, ResultRoom, split_calls
+from runner.run.turn.shelf import ShelfExecutor, announce_loaded, narrowed
 from runner.toolcall import (
     ATTEMPT_COMPLETION,
     NATIVE_REMINDER,
@@ -87,6 +89,7 @@ class EventSink(CompactionSink, Protocol):
         retries: int,
         stop_reason: str | None,
         model: str,
+        request: Mapping[str, int] | None = None,
     ) -> None: ...
 
     def tool_call(
@@ -101,6 +104,7 @@ class EventSink(CompactionSink, Protocol):
         duration_s: float,
         child_session_id: str | None = None,
         call_id: str | None = None,
+        loaded_tools: Sequence[str] | None = None,
     ) -> None: ...
 
     def retry(
@@ -132,6 +136,8 @@ async def run_loop(
     wind_down: WindDownNotice | None = None,
     bounds: ReplyBounds = DEFAULT_BOUNDS,
     native: NativeTools | None = None,
+    meter: RequestMeter | None = None,
+    shelf: ToolShelf | None = None,
 ) -> Completion:
     """Run turns until attempt_completion; `messages` is extended in place (the live context).
 
@@ -140,18 +146,41 @@ async def run_loop(
     `wind_down` may add a "finish now" notice to the context before a model call (DESIGN 12).
     `native` (tool_mode: native) offers the tools through the provider's tool API; the reply's
     calls come from there instead of its text, and each gets a result by its id (DESIGN 16).
+    `meter` measures each request by part for its `model_call` record (DESIGN 28). `shelf`:
+    the deferred tools; `find_tools` loads them, a native request lists only the loaded ones,
+    and after a compaction the loaded ones are announced again (DESIGN 28).
     """
     by_name = {spec.name: spec for spec in denied}
     by_name.update({spec.name: spec for spec in tools})
     unlisted = {spec.name for spec in denied} - {spec.name for spec in tools}
     by_name[ATTEMPT_COMPLETION.name] = ATTEMPT_COMPLETION
+    if shelf:
+        executor = ShelfExecutor(executor, shelf, native is not None, by_name)
+
+    def announce() -> None:
+        announce_loaded(messages, events, shelf, native is not None, by_name, budget.turns)
+
     silent_replies = 0
     while True:
         budget.check()
         if wind_down is not None:
             wind_down.before_call(messages, events)
+        compactions = getattr(compactor, "compactions", 0)  # a test double may not count
         await compactor.maybe_compact(messages, turn=budget.turns)
-        reply = await _call_model(llm, system, messages, events, budget, compactor, cost_of, native)
+        if getattr(compactor, "compactions", 0) != compactions:
+            announce()
+        reply, request = await _call_model(
+            llm,
+            system,
+            messages,
+            events,
+            budget,
+            compactor,
+            cost_of,
+            narrowed(native, shelf),
+            meter,
+            announce,
+        )
         turn = budget.turns
         if native is not None:
             items = native_items(reply, by_name, unlisted)
@@ -159,7 +188,7 @@ async def run_loop(
         else:
             parsed = parse_reply(reply.text, by_name, unlisted=unlisted)
             items, last_cut = parsed.items, parsed.truncated
-        record_reply(reply, turn, messages, events, cost_of, context_text(reply, items))
+        record_reply(reply, turn, messages, events, cost_of, context_text(reply, items), request)
         # A call cut at the output limit is not run; a reply with only that ran nothing.
         found, only_cut = cut_items(reply, items, last_cut=last_cut, events=events, turn=turn)
         if not found or only_cut:
@@ -193,9 +222,11 @@ def record_reply(
     events: EventSink,
     cost_of: Any,
     context: str | None = None,
+    request: RequestTokens | None = None,
 ) -> None:
     """Add the model's reply to the context and log it with its `model_call` event. `context`:
-    the text the context keeps instead of the whole reply (which the log keeps)."""
+    the text the context keeps instead of the whole reply (which the log keeps); `request`: the
+    request's tokens by part, when it was measured."""
     if context is None:
         _add(messages, events, Message("assistant", reply.text, reply.calls), turn)
     else:
@@ -210,6 +241,7 @@ def record_reply(
         retries=reply.retries,
         stop_reason=reply.stop_reason,
         model=reply.model,
+        **({"request": request.as_json()} if request is not None else {}),
     )
 
 
@@ -222,7 +254,9 @@ async def _call_model(
     compactor: Compactor,
     cost_of: Any,
     native: NativeTools | None = None,
-) -> Reply:
+    meter: RequestMeter | None = None,
+    after_compaction: Callable[[], None] | None = None,
+) -> tuple[Reply, RequestTokens | None]:
     turn = budget.turns + 1
     # Only a native request names tools: other providers need not know the keyword.
     tools: dict[str, Any] = {"tools": native} if native is not None else {}
@@ -239,6 +273,7 @@ async def _call_model(
         ticket = await budget.fleet_reserve(estimate)  # the fleet's cap too (DESIGN 25)
         cost = 0.0
         try:
+            request = _measure(meter, messages, native)
             try:
                 with activity("model call"):
                     reply = await llm.complete(system, messages, on_retry=on_retry, **tools)
@@ -248,6 +283,9 @@ async def _call_model(
                 # retry once.
                 await _follow_window(compactor, events)
                 await compactor.compact(messages, turn=budget.turns, force=True)
+                if after_compaction is not None:
+                    after_compaction()
+                request = _measure(meter, messages, native)
                 with activity("model call"):
                     reply = await llm.complete(system, messages, on_retry=on_retry, **tools)
             cost = cost_of(reply.usage)
@@ -256,7 +294,17 @@ async def _call_model(
     await _follow_window(compactor, events)
     budget.turns = turn
     budget.charge(reply.usage, cost_of(reply.usage))
-    return reply
+    if request is not None:
+        budget.requested = budget.requested + request
+    return reply, request
+
+
+def _measure(
+    meter: RequestMeter | None, messages: Sequence[Message], native: NativeTools | None
+) -> RequestTokens | None:
+    if meter is None:
+        return None
+    return meter.measure(messages, native.specs if native is not None else None)
 
 
 async def _follow_window(compactor: Compactor, events: EventSink) -> None:

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from runner.errors import ConfigError
 from runner.llm import LLM, Message, NativeResult, NativeTools, Reply, RetryEvent
+from runner.prompt import ToolShelf
 from runner.settings import ModelInfo, Settings
 from runner.task import Task
 from runner.toolcall import ATTEMPT_COMPLETION, CallError, ToolCall, ToolSpec, native_call
@@ -25,6 +26,7 @@ __all__ = [
     "NativeModel",
     "ANSWERED",
     "answer_open_calls",
+    "append_user",
     "cleared",
     "transcript_text",
     "logged_tool_mode",
@@ -107,11 +109,13 @@ def native_tools_for(task: Task, llm: LLM, tools: Sequence[ToolSpec]) -> NativeT
     return NativeTools((*tools, ATTEMPT_COMPLETION))
 
 
-def native_model(task: Task, llm: LLM, tools: Sequence[ToolSpec]) -> tuple[LLM, NativeTools | None]:
+def native_model(
+    task: Task, llm: LLM, tools: Sequence[ToolSpec], shelf: ToolShelf | None = None
+) -> tuple[LLM, NativeTools | None]:
     """The session's model and native tools: `llm` wrapped in a `NativeModel` in native mode,
-    as it is (and None) in xml mode."""
+    as it is (and None) in xml mode. `shelf`: the deferred tools, left out until loaded."""
     native = native_tools_for(task, llm, tools)
-    return (llm, None) if native is None else (NativeModel(llm, native), native)
+    return (llm, None) if native is None else (NativeModel(llm, native, shelf), native)
 
 
 class NativeModel:
@@ -119,8 +123,9 @@ class NativeModel:
     `tools`; any other (the wind-down's final report, a compaction summary) offers them with
     `tool_choice: none`, since earlier messages of the context called them."""
 
-    def __init__(self, llm: LLM, tools: NativeTools) -> None:
+    def __init__(self, llm: LLM, tools: NativeTools, shelf: ToolShelf | None = None) -> None:
         self.inner = llm
+        self._shelf = shelf
         self.provider = llm.provider
         self.model = llm.model
         self.info = llm.info
@@ -136,7 +141,12 @@ class NativeModel:
         tools: NativeTools | None = None,
     ) -> Reply:
         call: Any = self.inner.complete
-        return await call(system, messages, on_retry=on_retry, tools=tools or self._idle)  # type: ignore[no-any-return]
+        if tools is None:
+            idle = self._idle
+            if self._shelf:  # tools still deferred stay out of these requests too
+                idle = dataclasses.replace(idle, specs=tuple(self._shelf.visible(idle.specs)))
+            tools = idle
+        return await call(system, messages, on_retry=on_retry, tools=tools)  # type: ignore[no-any-return]
 
 
 def native_items(
@@ -172,6 +182,19 @@ def answer_open_calls(messages: Sequence[Message], text: str, why: str = INTERRU
     error = why == INTERRUPTED
     results = tuple(NativeResult(call.id, call.name, why, error) for call in last.calls)
     return Message("user", text, results=results)
+
+
+def append_user(messages: list[Message], text: str) -> dict[str, Any]:
+    """Add a user message; fold it into the last one when that is a user message too, so roles
+    keep alternating for providers that insist on it. The fields its `message` event carries."""
+    if messages and messages[-1].role == "user":
+        last = messages[-1]
+        joined = f"{last.content}\n\n{text}" if last.content else text
+        messages[-1] = Message("user", joined, results=last.results)
+        return {}
+    # Native calls the limit cut off before they ran get their answer with it (logged too).
+    messages.append(answer_open_calls(messages, text))
+    return native_fields(messages[-1])
 
 
 def native_fields(message: Message) -> dict[str, Any]:

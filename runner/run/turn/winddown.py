@@ -17,13 +17,13 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from runner.errors import RunnerError
 from runner.llm import LLM, Message, Usage
 from runner.run.turn.budget import Budget, LimitExceeded
 from runner.run.turn.loop import Completion, EventSink, record_reply
-from runner.run.turn.native import answer_open_calls, native_fields
+from runner.run.turn.native import append_user
 from runner.toolcall import ATTEMPT_COMPLETION, ToolCall, parse_reply
 
 __all__ = [
@@ -117,7 +117,7 @@ class WindDown:
         text = self.notice()
         if text is None:
             return
-        native = _append_user(messages, text)
+        native = append_user(messages, text)
         events.message("user", text, self.budget.turns, **native)
 
     def final_report_allowed(self, limit: LimitExceeded) -> bool:
@@ -150,7 +150,7 @@ class WindDown:
         if not self.final_report_allowed(limit):
             return None
         request = final_report_request(str(limit))
-        native = _append_user(messages, request)
+        native = append_user(messages, request)
         turn = self.budget.turns + 1
         events.message("user", request, self.budget.turns, **native)
         try:
@@ -170,19 +170,6 @@ class WindDown:
         # The reason says why the task's turns are one over the limit (`turns=4 ... (3/3)`).
         limit.args = (f"{limit}; then one last call, tools off, for the final report",)
         return Completion(_report_text(reply.text), "failure")
-
-
-def _append_user(messages: list[Message], text: str) -> dict[str, Any]:
-    """Add a user message; fold it into the last one when that is a user message too, so roles
-    keep alternating for providers that insist on it."""
-    if messages and messages[-1].role == "user":
-        last = messages[-1]
-        joined = f"{last.content}\n\n{text}" if last.content else text
-        messages[-1] = Message("user", joined, results=last.results)
-        return {}
-    # Native calls the limit cut off before they ran get their answer with it (logged too).
-    messages.append(answer_open_calls(messages, text))
-    return native_fields(messages[-1])
 
 
 def _report_text(text: str) -> str:

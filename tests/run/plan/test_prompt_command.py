@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from tests.conftest import REPO
@@ -101,3 +102,18 @@ def test_prompt_of_a_task_with_agents_offers_sub_agent_with_each_agent(run_cli):
     assert "- reader: Reads code and answers one question" in result.stdout
     assert "- writer: Writes or rewrites one documentation file" in result.stdout
     assert "sub_agent" not in result.stdout.split("# MCP SERVERS")[1].split("# TOOL USE")[0]
+
+
+def test_prompt_stats_break_the_first_request_down_by_section_and_by_tool(run_cli):
+    result = run_cli("prompt", str(HELLO), "--stats", "--output", "json")
+    assert result.returncode == 0, result.stderr
+    stats = json.loads(result.stdout)
+    assert stats["mode"] == "xml"
+    assert [row["title"] for row in stats["sections"]] == ORDER
+    names = [row["name"] for row in stats["tools"]]
+    assert sorted(names) == ["attempt_completion", "list_files", "read_file", "search_files"]
+    assert sum(stats["parts"].values()) == stats["total_tokens"] <= 1500
+    text = run_cli("prompt", str(HELLO), "--stats", "--tool-mode", "native", "--model", "openai:x")
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.startswith("First request (native mode): about ")
+    assert "By tool:" in text.stdout and "read_file" in text.stdout

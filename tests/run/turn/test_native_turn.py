@@ -18,11 +18,11 @@ from runner.run.turn.native import (
     NOT_RUN,
     NativeModel,
     answer_open_calls,
+    append_user,
     logged_tool_mode,
     results_message,
     with_tool_mode,
 )
-from runner.run.turn.winddown import _append_user
 from runner.settings import ModelInfo
 from runner.task.loader import load_tasks
 from runner.toolcall import CallError, ToolCall, ToolSpec
@@ -133,10 +133,10 @@ def test_calls_left_open_are_answered_by_the_next_user_message() -> None:
 def test_the_wind_down_notice_keeps_the_results_it_is_folded_into() -> None:
     results = (NativeResult("a", "read_file", "ok"),)
     messages = [Message("user", "t"), ASKED, Message("user", "", results=results)]
-    assert _append_user(messages, "finish now") == {}
+    assert append_user(messages, "finish now") == {}
     assert messages[-1] == Message("user", "finish now", results=results)
     messages = [Message("user", "t"), ASKED]
-    native = _append_user(messages, "limit reached")
+    native = append_user(messages, "limit reached")
     assert [r["id"] for r in native["tool_results"]] == ["a", "b", "c"]
 
 
