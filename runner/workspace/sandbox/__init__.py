@@ -26,7 +26,7 @@ from runner.workspace.sandbox.backends import (
 from runner.workspace.sandbox.bwrap import masked_roots
 from runner.workspace.sandbox.hosts import HostRule, match_rule, parse_rule, rule_problems
 from runner.workspace.sandbox.landlock import abi_version as landlock_abi
-from runner.workspace.sandbox.netpath import NetPath, interpreter_dirs, proxied
+from runner.workspace.sandbox.netpath import NetPath, interpreter_dirs, no_proxy_for, proxied
 from runner.workspace.sandbox.probing import PROPERTIES, Probe, probe
 from runner.workspace.sandbox.proxy import Connection, NetworkProxy, ProxyLimits
 from runner.workspace.sandbox.reaper import Reaper, shared_reaper
@@ -74,6 +74,7 @@ __all__ = [
     "interpreter_dirs",
     "landlock_abi",
     "match_rule",
+    "no_proxy_for",
     "parse_rule",
     "proxied",
     "rule_problems",
