@@ -154,7 +154,8 @@ async def with_allowlist(
     # ports, not addresses: "connect to the proxy's port" reaches any host on that port.
     enforced = sandbox is not None and sandbox.backend == "bwrap"
     record = replace(record, network=False, allowlist=hosts, allowlist_enforced=enforced)
-    if not enforced and record.status in ("enforced", "degraded"):
+    unnamed = "net-allowlist" not in record.missing  # else `task_sandbox` named it
+    if not enforced and unnamed and record.status in ("enforced", "degraded"):
         record = replace(record, missing=(*record.missing, "net-allowlist"))
         if sandbox is not None:
             why = f"net-allowlist: {unheld_allowlist()}"

@@ -121,6 +121,8 @@ async def task_sandbox(
         return
     on = spec.network is True
     missing = tuple((n, why) for n, why in found.missing if not (n == "net" and on))
+    if hosts and found.backend != "bwrap":  # named with the rest, so `required` names it too
+        missing += (("net-allowlist", unheld_allowlist()),)
     record = SandboxRecord(
         "enforced",
         found.backend,
