@@ -14,11 +14,11 @@ import pytest
 
 from runner.workspace import (
     NetPath,
-    no_proxy_for,
-    parse_rule,
     Sandbox,
     confine,
     landlock_abi,
+    no_proxy_for,
+    parse_rule,
     probe,
     proxied,
     run_shell,
