@@ -4,8 +4,8 @@
 success check's alike, as the leader of its own process group: the one seam the task's sandbox
 confines. `backends` builds the argv that confines a command (`bwrap` for bubblewrap; `landlock`
 is the script run by path before a command under Landlock; `seccomp` the filter both load, which
-refuses unix sockets); `probing` picks the backend once per run and tries each property the record
-claims.
+refuses unix sockets, user namespaces and, without network, datagram and raw sockets); `probing`
+picks the backend once per run and tries each property the record claims.
 `reaper` is the helper process that kills the command groups still running when the runner dies
 without cleaning up. `hosts`, `proxy`, `netpath` and `forwarder` are the network allowlist
 (DESIGN 19): its rules, the proxy outside the sandbox, and the only path to it from inside.
