@@ -192,6 +192,7 @@ def test_without_a_backend_the_allowlist_filters_only_programs_that_use_the_prox
     assert auto.task()["sandbox"]["allowlist_enforced"] is False
     assert "network: allowlist (not enforced)" in (auto.testcase().findtext("system-out") or "")
     assert auto.log().header["sandbox"]["allowlist_enforced"] is False
+    assert "net-allowlist" in auto.log().header["sandbox"]["missing"]
     assert runs["required"].code == 4, runs["required"].explain()
 
 
