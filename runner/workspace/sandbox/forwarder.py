@@ -113,9 +113,9 @@ def main(argv: list[str]) -> int:
     except OSError as exc:
         print(f"agent-runner sandbox (network): {exc}; the command did not run", file=sys.stderr)
         return FAILED_EXIT
-    # The relay is a child, not the command's parent: it dies with the sandbox's PID namespace
-    # when the command (the namespace's first process) ends. It is the command's child, so it
-    # makes itself undumpable before anything else.
+    # The relay is the command's child (this process becomes the command): it dies with the
+    # sandbox's PID namespace when the command, the namespace's first process, ends. A parent
+    # may trace its child, so the relay makes itself undumpable before anything else.
     if os.fork() == 0:
         try:
             _undumpable()
