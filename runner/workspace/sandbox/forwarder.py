@@ -5,7 +5,9 @@ The namespace has only a loopback interface. This script listens on 127.0.0.1:PO
 a child that relays each connection to the allowlist proxy's unix socket `SOCKET` (bound into
 the sandbox; the proxy runs outside), and execs the command in its own place. The command's
 proxy variables point at 127.0.0.1:PORT; a program that ignores them finds no route at all.
-The child dies with the command (bubblewrap's PID namespace ends with its first process).
+The child dies with the command (bubblewrap's PID namespace ends with its first process), and
+is not dumpable: the command cannot read, trace or alter it (DESIGN 24). It reaches the socket
+by a name relative to its folder, so a TMPDIR of any length works.
 
 It runs by path with `-I -S`, like `landlock.py`: the standard library only. When it cannot
 listen it exits 125 without running the command.
@@ -49,10 +51,26 @@ def _relay_forever(listener_fd: int, path: str) -> None:
             relay(client, upstream)
             back.join()
 
+    # The socket's path may be longer than AF_UNIX allows (108 bytes, under a long TMPDIR):
+    # connect by a name relative to its folder; this process alone changes folder.
+    folder, _, name = path.rpartition("/")
+    os.chdir(folder or "/")
+    path = name
     listener = socket.socket(fileno=listener_fd)
     while True:
         client, _ = listener.accept()
         threading.Thread(target=serve, args=(client,), daemon=True).start()
+
+
+def _undumpable() -> None:
+    """PR_SET_DUMPABLE 0 for the relay: the command (its parent, same user, no capabilities)
+    can no longer ptrace it, read its `/proc/PID/fd` or write its `/proc/PID/mem` (where the
+    socket's path lies, which it would aim at another unix socket). It never execs, so the
+    setting holds; the relay does not run without it."""
+    import ctypes
+
+    if ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE
+        raise OSError(ctypes.get_errno(), "PR_SET_DUMPABLE")
 
 
 def _load_filter(fd: int) -> None:
@@ -95,10 +113,12 @@ def main(argv: list[str]) -> int:
     except OSError as exc:
         print(f"agent-runner sandbox (network): {exc}; the command did not run", file=sys.stderr)
         return FAILED_EXIT
-    # The relay is a child, not the command's parent: it dies with the sandbox's PID namespace
-    # when the command (bubblewrap's first process) ends.
+    # The relay is the command's child (this process becomes the command): it dies with the
+    # sandbox's PID namespace when the command, the namespace's first process, ends. A parent
+    # may trace its child, so the relay makes itself undumpable before anything else.
     if os.fork() == 0:
         try:
+            _undumpable()
             null = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):  # the command's pipes close when the command ends
                 os.dup2(null, fd)

@@ -9,8 +9,9 @@
 
 Commands, checks and hooks get `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` (and lower case) at the
 proxy with the task's secret, and `NO_PROXY` for loopback (inside a namespace, a command's own
-servers). Unconfined commands get them through `unconfined_env` (a context variable, set by the
-run for the task).
+servers), less any loopback host a rule names: an allowlisted `127.0.0.1:8080` must go through
+the proxy, since nothing else reaches it from inside (`no_proxy_for`). Unconfined commands get
+them through `unconfined_env` (a context variable, set by the run for the task).
 """
 
 from __future__ import annotations
@@ -23,14 +24,30 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["INSIDE_PORT", "NetPath", "interpreter_dirs", "proxied", "unconfined_env"]
+__all__ = [
+    "INSIDE_PORT",
+    "NetPath",
+    "interpreter_dirs",
+    "no_proxy_for",
+    "proxied",
+    "unconfined_env",
+]
 
 INSIDE_PORT = 3128
 """The forwarder's port inside a bubblewrap network namespace (nothing else listens there)."""
 _FORWARDER = Path(__file__).with_name("forwarder.py")
-_NO_PROXY = "localhost,127.0.0.1,::1"
+_NO_PROXY = ("localhost", "127.0.0.1", "::1")
 _PYTHON = os.path.realpath(sys.executable)
 """The forwarder's interpreter, symlinks (a virtual environment's) resolved."""
+
+
+def no_proxy_for(hosts: tuple[str, ...]) -> str:
+    """`NO_PROXY` for a task whose rules name `hosts` (lower case, no brackets, no port): the
+    loopback names no rule names. Clients match `NO_PROXY` by host alone, so a rule for one
+    port of 127.0.0.1 takes 127.0.0.1 out whole (a command's own server there then goes
+    through the proxy too, and is refused unless a rule allows it)."""
+    named = {host.lower() for host in hosts}
+    return ",".join(name for name in _NO_PROXY if name not in named)
 
 
 def interpreter_dirs() -> tuple[Path, ...]:
@@ -49,13 +66,15 @@ class NetPath:
     """The proxy's TCP port on 127.0.0.1 (Landlock, no backend); 0 when it has none."""
     secret: str = ""
     """The credential the proxy asks of every request."""
+    no_proxy: str = ",".join(_NO_PROXY)
+    """`NO_PROXY`: the hosts clients reach directly (`no_proxy_for`)."""
 
     def env(self, port: int) -> dict[str, str]:
         """The proxy variables for a proxy on 127.0.0.1:`port`."""
         url = f"http://agent-runner:{self.secret}@127.0.0.1:{port}"
         names = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
         found = {name: url for name in names} | {name.lower(): url for name in names}
-        return found | {"NO_PROXY": _NO_PROXY, "no_proxy": _NO_PROXY}
+        return found | {"NO_PROXY": self.no_proxy, "no_proxy": self.no_proxy}
 
     def bwrap_command(self, command: list[str], filter_fd: int | None = None) -> list[str]:
         """`command`, started by the forwarder inside the namespace; it loads the seccomp
@@ -71,13 +90,15 @@ class NetPath:
     def as_json(self) -> dict[str, object]:
         """For `Sandbox.to_json`."""
         socket = str(self.socket) if self.socket else None
-        return {"socket": socket, "port": self.port, "secret": self.secret}
+        data: dict[str, object] = {"socket": socket, "port": self.port, "secret": self.secret}
+        return data | {"no_proxy": self.no_proxy}
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> NetPath:
         """What `as_json` wrote; KeyError or ValueError when it is not that."""
         socket = Path(str(data["socket"])) if data["socket"] else None
-        return cls(socket, int(str(data["port"])), str(data["secret"]))
+        no_proxy = str(data.get("no_proxy", ",".join(_NO_PROXY)))
+        return cls(socket, int(str(data["port"])), str(data["secret"]), no_proxy)
 
 
 _UNCONFINED: ContextVar[Mapping[str, str] | None] = ContextVar("agent_runner_proxy", default=None)

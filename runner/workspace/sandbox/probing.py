@@ -28,6 +28,7 @@ from pathlib import Path
 
 from runner.workspace.sandbox.backends import Backend, Sandbox
 from runner.workspace.sandbox.bwrap import masked_roots
+from runner.workspace.sandbox.netpath import NetPath, interpreter_dirs
 from runner.workspace.sandbox.seccomp import filter_pipe
 
 __all__ = ["PROPERTIES", "Probe", "probe"]
@@ -37,19 +38,23 @@ PROPERTIES = ("fs", "caps", "net", "pid", "sockets")
 
 _PROBE_TIMEOUT_S = 30.0
 
-# The trial command: `python -I -S -c _TRIAL RW RO SOCKET PORT PID START`, run confined as a
+# The trial command: `python -I -S -c _TRIAL RW RO SOCKET PORT UDP PID START`, run confined as a
 # command is (standard library only: the filesystem is read-only). It prints one JSON object: for
 # each property, null when it held, else what the trial managed that it should not have:
 # `fs`: no remount of / read-write (as root with capabilities, it would make the whole tree
 # writable), and a write in RW (the workdir) but not in RO beside it; `caps`: the effective,
-# permitted and ambient sets are empty; `net`: no TCP connect to the runner's listener on
-# 127.0.0.1:PORT; `pid`: the runner's process (PID, started at START clock ticks) is not in
-# /proc; `sockets`: the runner's unix socket SOCKET, outside the workdir, cannot be connected.
+# permitted and ambient sets are empty, and no user namespace can be made (`unshare -r`, in a
+# child); `net`: no TCP connect to the runner's listener on 127.0.0.1:PORT, no DNS answer, and
+# a UDP datagram sent to 127.0.0.1:UDP (whether it arrived, the runner checks); `pid`: the
+# runner's process (PID, started at START clock ticks) is not in /proc; `sockets`: the runner's
+# unix socket SOCKET, outside the workdir, cannot be connected, and no other process in the
+# sandbox (the allowlist's relay) has memory the trial can write (`/proc/N/mem`: a relay's
+# socket path rewritten reaches any unix socket).
 _TRIAL = """\
-import ctypes, json, socket, sys
+import ctypes, json, os, socket, sys
 from pathlib import Path
+libc = ctypes.CDLL(None, use_errno=True)
 def fs(rw, ro):
-    libc = ctypes.CDLL(None, use_errno=True)
     for flags in (32 | 4096, 32):  # MS_REMOUNT | MS_BIND, MS_REMOUNT
         if libc.mount(b"none", b"/", None, flags, None) == 0:
             return "a remount of / read-write succeeded"
@@ -63,13 +68,30 @@ def caps():
     lines = Path("/proc/self/status").read_text().splitlines()
     held = [l.split(":")[0] for l in lines if l.startswith(("CapEff:", "CapPrm:", "CapAmb:"))
             and int(l.split()[1], 16)]
-    return f"capabilities held ({', '.join(held)})" if held else None
-def net(port):
+    if held:
+        return f"capabilities held ({', '.join(held)})"
+    child = os.fork()
+    if child == 0:
+        os._exit(0 if libc.unshare(0x10000000) == 0 else 1)  # CLONE_NEWUSER
+    if os.waitpid(child, 0)[1] == 0:
+        return "a user namespace was made (unshare -r)"
+    return None
+def net(port, udp):
     try:
         socket.create_connection(("127.0.0.1", port), timeout=3).close()
+        return "a TCP connect to a loopback listener succeeded"
+    except OSError:
+        pass
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as datagram:
+            datagram.sendto(b"probe", ("127.0.0.1", udp))
+    except OSError:
+        pass
+    try:
+        socket.getaddrinfo("example.com", 80, type=socket.SOCK_STREAM)
+        return "a DNS lookup was answered"
     except OSError:
         return None
-    return "a TCP connect to a loopback listener succeeded"
 def pid(number, start):
     try:
         fields = Path(f"/proc/{number}/stat").read_text().rsplit(")", 1)[-1].split()
@@ -77,6 +99,13 @@ def pid(number, start):
         return None
     return "the runner's process is visible" if fields[19:20] == [start] else None
 def sockets(path):
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                open(entry / "mem", "r+b").close()
+            except OSError:
+                continue
+            return f"the memory of process {entry.name} in the sandbox can be written"
     try:
         with socket.socket(socket.AF_UNIX) as client:
             client.settimeout(3)
@@ -84,8 +113,8 @@ def sockets(path):
     except OSError:
         return None
     return "a unix socket outside the workdir was connected"
-rw, ro, path, port, number, start = sys.argv[1:]
-print(json.dumps({"fs": fs(Path(rw), Path(ro)), "caps": caps(), "net": net(int(port)),
+rw, ro, path, port, udp, number, start = sys.argv[1:]
+print(json.dumps({"fs": fs(Path(rw), Path(ro)), "caps": caps(), "net": net(int(port), int(udp)),
                   "pid": pid(int(number), start), "sockets": sockets(path)}))
 """
 
@@ -169,19 +198,32 @@ def _trial(template: Sandbox) -> tuple[tuple[str, str], ...] | str:
         base = Path(folder).resolve()
         for name in ("rw", "ro", "sock", "scratch/tmp"):
             (base / name).mkdir(parents=True)
-        with _listeners(base / "sock" / "s") as (unix_path, port):
+        with _listeners(base / "sock" / "s") as (unix_path, port, udp):
+            # Under bubblewrap the trial runs behind the allowlist's forwarder, as a task with a
+            # host list does, so that its relay is tried too (`sockets`).
+            relay = (
+                NetPath(base / "scratch" / "proxy.sock") if template.backend == "bwrap" else None
+            )
             sandbox = Sandbox(
                 template.backend,
                 template.executable,
                 workdir=base / "rw",
                 scratch=base / "scratch",
-                readable=(base / "sock", *_interpreter_dirs()),
+                readable=(
+                    base / "sock",
+                    *_interpreter_dirs(),
+                    *(interpreter_dirs() if relay else ()),
+                ),
+                proxy=relay,
             )
             stat = Path(f"/proc/{os.getpid()}/stat").read_text(encoding="utf-8")
             start = stat.rsplit(")", 1)[-1].split()[19]
-            args = [str(base / "rw"), str(base / "ro"), unix_path, str(port), str(os.getpid())]
-            command = [sys.executable, "-I", "-S", "-c", _TRIAL, *args, start]
+            args = [str(base / "rw"), str(base / "ro"), unix_path, str(port)]
+            args += [str(udp.getsockname()[1]), str(os.getpid()), start]
+            command = [sys.executable, "-I", "-S", "-c", _TRIAL, *args]
             outcome = _run(sandbox, command, base)
+            if not isinstance(outcome, str) and not outcome.get("net") and _received(udp):
+                outcome["net"] = "a UDP datagram reached a loopback listener"
         if isinstance(outcome, str):
             return outcome
         if (base / "ro" / "denied").exists():
@@ -222,13 +264,24 @@ def _short_tmp() -> str | None:
     return "/tmp" if Path("/tmp").is_dir() and os.access("/tmp", os.W_OK) else None
 
 
+def _received(udp: socket.socket) -> bool:
+    """Whether a datagram waits on `udp` (the trial has ended: it would be there by now)."""
+    udp.setblocking(False)
+    try:
+        return bool(udp.recv(64))
+    except OSError:
+        return False
+
+
 @contextlib.contextmanager
-def _listeners(unix_path: Path) -> Iterator[tuple[str, int]]:
+def _listeners(unix_path: Path) -> Iterator[tuple[str, int, socket.socket]]:
     """A unix socket at `unix_path` and a TCP socket on 127.0.0.1, both listening (the trial
-    only connects: the kernel completes a connect to a listening socket without an accept)."""
+    only connects: the kernel completes a connect to a listening socket without an accept),
+    and a UDP socket on 127.0.0.1 for the trial's datagram."""
     with (
         socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as unix,
         socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp,
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp,
     ):
         try:
             unix.bind(str(unix_path))
@@ -237,7 +290,8 @@ def _listeners(unix_path: Path) -> Iterator[tuple[str, int]]:
             unix_path = Path("/")
         tcp.bind(("127.0.0.1", 0))
         tcp.listen(4)
-        yield str(unix_path), int(tcp.getsockname()[1])
+        udp.bind(("127.0.0.1", 0))
+        yield str(unix_path), int(tcp.getsockname()[1]), udp
 
 
 def _interpreter_dirs() -> tuple[Path, ...]:

@@ -26,6 +26,8 @@ import base64
 import contextlib
 import hmac
 import ipaddress
+import os
+import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,7 +36,7 @@ from pathlib import Path
 from runner.settings import environ
 from runner.workspace.sandbox.hosts import HostRule, match_rule
 
-__all__ = ["Connection", "NetworkProxy", "ProxyLimits", "testonly_resolve"]
+__all__ = ["Connection", "NetworkProxy", "ProxyLimits", "testonly_resolve", "unix_listener"]
 
 TEST_RESOLVE_ENV = "AGENT_RUNNER_TEST_RESOLVE"
 _USER = "agent-runner"
@@ -133,9 +135,9 @@ class NetworkProxy:
         """Listen on the unix socket `socket_path` and/or a free TCP port of 127.0.0.1."""
         limit = self.limits.max_head_bytes
         if socket_path is not None:
-            server = await asyncio.start_unix_server(self._serve, socket_path, limit=limit)
+            listener = unix_listener(socket_path)
+            server = await asyncio.start_unix_server(self._serve, sock=listener, limit=limit)
             self._servers.append(server)
-            socket_path.chmod(0o600)
         if tcp:
             server = await asyncio.start_server(self._serve, "127.0.0.1", 0, limit=limit)
             self._servers.append(server)
@@ -216,6 +218,8 @@ class NetworkProxy:
         if rule is None:
             raise _Refused(403, "not in the allowlist", self._refusal(request))
         request.rule = rule.text
+        if method != "CONNECT":
+            _check_host_header(headers, request)
         upstream_reader, upstream = await self._connect(request, rule)
         try:
             if method == "CONNECT":
@@ -348,12 +352,37 @@ def _authority(text: str, default: int) -> tuple[str, int]:
     return host.rstrip("."), int(port) if port else default  # as sent: the log masks secrets
 
 
+def _check_host_header(headers: list[str], request: _Request) -> None:
+    """Refuse a forwarded request whose `Host:` names another host than the one the rule
+    allowed (a server behind one address serving several names would answer for that one)."""
+    values = [v for n, _, v in (h.partition(":") for h in headers) if n.strip().lower() == "host"]
+    if len(values) > 1:
+        raise _Refused(400, "more than one Host header", "send one Host header")
+    try:
+        host, port = _authority(values[0].strip(), 80) if values else (request.host, request.port)
+    except _Refused:
+        host, port = values[0], -1
+    if (_normal(host), port) != (_normal(request.host), request.port):
+        raise _Refused(
+            403,
+            "Host header differs from the target",
+            f"agent-runner: the request is for {request.host}:{request.port} but its Host "
+            f"header names {values[0].strip()[:100]!r}; the allowlist pins Host to the target",
+        )
+
+
+def _normal(host: str) -> str:
+    host = host.lower().rstrip(".").strip("[]")
+    return str(ipaddress.ip_address(host)) if _is_ip(host) else host
+
+
 def _forwarded_head(method: str, target: str, version: str, headers: list[str]) -> bytes:
-    """The request as the host gets it: origin-form, no proxy headers, one request only."""
-    rest = target[7:].partition("/")
-    path = "/" + rest[2] if rest[1] else "/"
-    kept = [f"{method} {path} {version}"]
-    dropped = ("proxy-authorization", "proxy-connection", "connection", "keep-alive")
+    """The request as the host gets it: origin-form, `Host:` the target's authority (as the
+    URL wrote it; `_check_host_header` refused another), no proxy headers, one request only."""
+    authority, slash, rest = target[7:].partition("/")
+    path = "/" + rest if slash else "/"
+    kept = [f"{method} {path} {version}", f"Host: {authority.rpartition('@')[2]}"]
+    dropped = ("proxy-authorization", "proxy-connection", "connection", "keep-alive", "host")
     for line in headers:
         if line and line.partition(":")[0].strip().lower() not in dropped:
             kept.append(line)
@@ -374,6 +403,28 @@ async def _answer(writer: asyncio.StreamWriter, status: int, body: str) -> None:
     with contextlib.suppress(OSError):
         writer.write(head.encode() + b"\r\n" + data)
         await asyncio.wait_for(writer.drain(), 5.0)
+
+
+def unix_listener(path: Path) -> socket.socket:
+    """A unix socket bound at `path`, mode 0600, whatever the length of `path`: AF_UNIX holds
+    107 bytes, and a TMPDIR of CI's can be longer. A long path is bound through the folder's
+    descriptor (`/proc/self/fd/N/NAME`), which names the same place in a few bytes."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        if len(os.fsencode(path)) < 100:
+            listener.bind(str(path))
+        else:
+            folder = os.open(path.parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                listener.bind(f"/proc/self/fd/{folder}/{path.name}")
+            finally:
+                os.close(folder)
+        path.chmod(0o600)
+        listener.listen(128)
+    except OSError:
+        listener.close()
+        raise
+    return listener
 
 
 def _is_ip(text: str) -> bool:

@@ -83,7 +83,9 @@ async def open_shell(
     # through it, and `start_group` meets them.
     argv = ["/bin/sh", "-c", command]
     sandbox = current()
-    with anyio.CancelScope(shield=True), _filter(sandbox is not None) as filter_fd:
+    confined = sandbox is not None
+    network = sandbox is not None and sandbox.network
+    with anyio.CancelScope(shield=True), _filter(confined, network) as filter_fd:
         if sandbox is not None:
             argv = sandbox.argv(argv, cwd, filter_fd)
             env = sandbox.env(env if env is not None else environ())
@@ -154,13 +156,14 @@ async def _to_the_end(work: Awaitable[None]) -> None:
 
 
 @contextlib.contextmanager
-def _filter(confined: bool) -> Iterator[int | None]:
+def _filter(confined: bool, network: bool) -> Iterator[int | None]:
     """The seccomp filter's pipe for a confined command (None unconfined, or where there is no
-    filter for this machine: the probe then records `sockets` as not held)."""
+    filter for this machine: the probe then records `sockets` as not held); `network`: the
+    task's network is on, so inet sockets of every kind are allowed."""
     if not confined:
         yield None
         return
-    with filter_pipe() as fd:
+    with filter_pipe(network) as fd:
         yield fd
 
 

@@ -89,7 +89,10 @@ def _request(variables: Mapping[str, str], url: str) -> bytes:
     """A GET of `url` as a program that honours `HTTP_PROXY` sends it to the proxy."""
     proxy = urlsplit(variables["HTTP_PROXY"])
     token = base64.b64encode(f"{proxy.username}:{proxy.password}".encode()).decode()
-    return f"GET {url} HTTP/1.1\r\nHost: x\r\nProxy-Authorization: Basic {token}\r\n\r\n".encode()
+    host = urlsplit(url).netloc  # as a client sends it (the proxy refuses another)
+    return (
+        f"GET {url} HTTP/1.1\r\nHost: {host}\r\nProxy-Authorization: Basic {token}\r\n\r\n".encode()
+    )
 
 
 async def _ask_tcp(variables: Mapping[str, str], url: str) -> bytes:
@@ -222,19 +225,36 @@ async def test_under_bubblewrap_the_proxy_is_a_socket_in_the_private_folder(
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("abi", [4, 7])
-async def test_landlock_with_network_rules_enforces_the_list_through_a_tcp_port(
+async def test_landlock_holds_a_host_list_by_port_only_so_it_is_missing_net_allowlist(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, abi: int
 ) -> None:
+    """Landlock's rule "connect to the proxy's port" lets a command reach any host on that port
+    number: the record says so, and `required` refuses the task (DESIGN 24)."""
     monkeypatch.setattr(network, "landlock_abi", lambda: abi)  # the kernel's answer
     given = _sandbox("landlock", tmp_path)
-    enforced = SandboxRecord("enforced", "landlock", network=True)
+    enforced = SandboxRecord("enforced", "landlock", network=True, enforced=("fs",))
     async with with_allowlist(("allowed.test",), enforced, given, True) as got:
+        record, sandbox, proxy, error = got
+        assert isinstance(error, SandboxUnavailable) and proxy is None and sandbox == given
+        assert "by port, not by address" in str(error) and "bubblewrap" in str(error)
+    assert record.missing == ("net-allowlist",) and record.allowlist_enforced is False
+    assert record.reason.startswith("net-allowlist: Landlock limits TCP connect by port")
+    async with with_allowlist(("allowed.test",), enforced, given, False) as got:
         record, sandbox, proxy, error = got
         assert proxy is not None and sandbox is not None and error is None
         assert proxy.path.socket is None and proxy.path.port == proxy.proxy.port
         assert sandbox.proxy == proxy.path and sandbox.network is False
         assert sandbox.readable == given.readable and unconfined_env() == {}
-    assert record.allowlist_enforced is True
+    assert record.missing == ("net-allowlist",) and record.allowlist_enforced is False
+    assert "not confined: net-allowlist (net-allowlist: Landlock" in record.line()
+
+
+@pytest.mark.anyio
+async def test_without_a_backend_the_record_names_net_allowlist_too(upstream: int) -> None:
+    degraded = SandboxRecord("degraded", reason="none", network=True, missing=("fs",))
+    async with with_allowlist(("a.test",), degraded, None, False) as got:
+        record = got[0]
+    assert record.missing == ("fs", "net-allowlist") and record.reason == "none"
 
 
 @pytest.mark.anyio
@@ -247,8 +267,10 @@ async def test_landlock_without_network_rules_is_an_error_only_when_required(
     async with with_allowlist(("allowed.test",), enforced, given, True) as got:
         record, sandbox, proxy, error = got
         assert isinstance(error, SandboxUnavailable) and "bubblewrap" in str(error)
+        assert "has no network rules (ABI 4)" in str(error)
         assert proxy is None and sandbox == given
     assert (record.allowlist, record.allowlist_enforced) == (("allowed.test",), False)
+    assert record.missing == ("net-allowlist",)
     async with with_allowlist(("allowed.test",), enforced, given, False) as got:
         record, sandbox, proxy, error = got
         assert error is None and proxy is not None and sandbox is not None

@@ -17,6 +17,8 @@ from runner.workspace import (
     Sandbox,
     confine,
     landlock_abi,
+    no_proxy_for,
+    parse_rule,
     probe,
     proxied,
     run_shell,
@@ -38,8 +40,22 @@ def test_the_proxy_variables_carry_the_secret_and_leave_loopback_alone() -> None
     }
 
 
+def test_an_allowlisted_loopback_host_is_not_in_no_proxy() -> None:
+    """Clients match NO_PROXY by host alone: a rule for 127.0.0.1:8080 takes 127.0.0.1 out, so
+    curl, pip and requests send it through the proxy, the only way to it from inside."""
+    assert no_proxy_for(()) == "localhost,127.0.0.1,::1"
+    assert no_proxy_for(("pypi.org", "10.0.0.5")) == "localhost,127.0.0.1,::1"
+    assert no_proxy_for(("127.0.0.1",)) == "localhost,::1"
+    assert no_proxy_for(("LOCALHOST", "::1", "127.0.0.1")) == ""
+    env = NetPath(None, 4321, "tok3n", no_proxy_for(("127.0.0.1",))).env(4321)
+    assert env["NO_PROXY"] == env["no_proxy"] == "localhost,::1"
+    rules = [parse_rule(text) for text in ("127.0.0.1:8080", "[::1]:80", "localhost:3000")]
+    assert no_proxy_for(tuple(rule.host for rule in rules)) == ""
+
+
 def test_the_path_reaches_a_workspace_server_as_it_was(tmp_path: Path) -> None:
-    for path in (NetPath(tmp_path / "proxy.sock", 0, "a"), NetPath(None, 4321, "b")):
+    paths = (NetPath(tmp_path / "proxy.sock", 0, "a"), NetPath(None, 4321, "b", "localhost"))
+    for path in paths:
         sandbox = Sandbox("bwrap", "/usr/bin/bwrap", tmp_path, tmp_path, proxy=path)
         assert Sandbox.from_json(sandbox.to_json()) == sandbox
         assert NetPath.from_json(path.as_json()) == path

@@ -48,12 +48,14 @@ def only_fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _fake_bwrap(bin_dir: Path, body: str) -> Path:
-    """A `bwrap` that skips its options and runs `body` with RW and RO, the trial's folders."""
+    """A `bwrap` that skips to the trial's arguments and runs `body` with RW and RO, its
+    folders."""
     script = bin_dir / "bwrap"
     script.write_text(
         "#!/bin/sh\n"
-        'while [ "$1" != "--" ]; do shift; done\n'
-        "shift 6\n"  # --, python, -I, -S, -c, the trial
+        # Past the options, the forwarder (bubblewrap's trial runs behind it) and `python -I -S`.
+        'while [ "$1" != "-c" ]; do shift; done\n'
+        "shift 2\n"  # -c, the trial
         'RW="$1"; RO="$2"\n' + textwrap.dedent(body),
         encoding="utf-8",
     )
@@ -277,9 +279,10 @@ def test_the_trials_tcp_listener_takes_loopback_alone_on_a_free_port(tmp_path: P
     """The trial connects to it (a refused connect would read as `net` held); nothing beyond
     this host may reach it; two probes at once (two runners) each get their own."""
     with (
-        probing._listeners(tmp_path / "a") as (_, port),
-        probing._listeners(tmp_path / "b") as (_, other),
+        probing._listeners(tmp_path / "a") as (_, port, udp),
+        probing._listeners(tmp_path / "b") as (_, other, _),
     ):
+        assert udp.getsockname()[0] == "127.0.0.1"
         assert port != other
         assert _tcp_listeners_on(port) == ["0100007F"]  # 127.0.0.1, not 0.0.0.0
         with socket.create_connection(("127.0.0.1", port), timeout=5):

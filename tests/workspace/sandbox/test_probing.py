@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from runner.workspace import Sandbox, confine, probe, run_shell
-from runner.workspace.sandbox import bwrap, probing
+from runner.workspace.sandbox import bwrap, probing, seccomp
 from runner.workspace.sandbox.seccomp import program
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sandboxes")
@@ -126,3 +126,43 @@ def test_the_probe_records_what_a_weaker_bwrap_lets_through(
     missing = dict(probing._trial(template))
     assert sorted(missing) == ["caps", "fs", "sockets"], missing
     assert "remount" in missing["fs"] and "CapEff" in missing["caps"]
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "landlock"])
+def test_the_probe_records_a_filter_that_lets_datagrams_and_user_namespaces_through(
+    monkeypatch: pytest.MonkeyPatch, backend: str
+) -> None:
+    """DESIGN 24: the trial sends a UDP datagram to a listener of the runner's, looks a name up
+    and makes a user namespace; a filter that allows them is caught (Landlock shares the
+    host's network, so the datagram arrives; bubblewrap's namespace has no route to it)."""
+    template = _backend(backend)
+    if program() is None:
+        pytest.skip("no seccomp filter for this machine")
+    held = probing._trial(template)
+    assert "net" not in dict(held) and "caps" not in dict(held), held
+    real = program
+
+    def weaker(machine: str | None = None, *, network: bool = False) -> bytes | None:
+        return real(machine, network=True)  # datagram sockets allowed, as before DESIGN 24
+
+    monkeypatch.setattr(seccomp, "program", weaker)
+    monkeypatch.setattr(seccomp, "_CLONE_NEWUSER", 0)  # and user namespaces too
+    missing = dict(probing._trial(template))
+    assert "user namespace was made" in missing.get("caps", ""), missing
+    if backend == "landlock":
+        assert "UDP datagram reached" in missing.get("net", ""), missing
+    else:
+        assert "net" not in missing, missing
+
+
+def test_the_probe_records_a_dumpable_process_of_the_runners_inside_bwrap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """bubblewrap's own init (without `--as-pid-1`) ran as the runner's user, dumpable: the
+    trial writes its memory, so `sockets` is not claimed."""
+    template = _backend("bwrap")
+    monkeypatch.setattr(
+        bwrap, "_namespaces", lambda network: ["--unshare-pid", "--unshare-net"][: 2 - network]
+    )
+    missing = dict(probing._trial(template))
+    assert "the memory of process 1 in the sandbox can be written" in missing["sockets"], missing
