@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from runner.run.session.requirements import git_state
-from tests.run.session.test_worktree import trapped
+from tests.workspace.git.test_worktree import trapped
 
 __all__ = ["trapped"]  # the fixture, shared with the worktree's tests
 

@@ -12,7 +12,7 @@ uncommitted changes included. The snapshot's objects stay in the repository's ob
 the snapshot again.
 
 Every `add`, `read-tree`, `apply`, `diff` and commit runs in a `Shadow`
-(`runner.run.session.gitsafe`): the minimal environment, the git folder recorded before the
+(`runner.workspace.git.gitsafe`): the minimal environment, the git folder recorded before the
 agent ran, no repository config, so no filter, hook or fsmonitor of the repository's runs, at the
 start (a checkout an earlier task in place may have written) or the end. The commands that run
 with the repository's own config (rev-parse, `worktree add --no-checkout`, `worktree prune`)
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.errors import ConfigError
-from runner.run.session.gitsafe import (
+from runner.workspace.git.gitsafe import (
     GIT_TIMEOUT_S,
     SAFE_CONFIG,
     GitError,
@@ -76,7 +76,7 @@ class Worktree:
     path: Path
     """The worktree's top folder."""
     shadow: Shadow
-    """The runner's git folder over it (see `runner.run.session.gitsafe`)."""
+    """The runner's git folder over it (see `runner.workspace.git.gitsafe`)."""
     snapshot: str
     """The commit of the task's starting state (HEAD plus the carried-over changes)."""
 
