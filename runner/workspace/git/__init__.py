@@ -3,7 +3,9 @@
 `gitsafe` runs git so that no program of the repository's (filter, fsmonitor, hook) runs: a
 minimal environment and a `Shadow` git folder over the recorded repository. `worktree` makes,
 diffs and removes a task's worktree (`isolation: worktree`). `checkout` records a session's paths
-relative to its checkout, for a resume elsewhere.
+relative to its checkout, for a resume elsewhere. `guard` keeps the repository's git folder
+from the agent (DESIGN 24): what bubblewrap binds read-only, and the record that is compared
+and restored at the end where no backend can.
 """
 
 from __future__ import annotations
@@ -24,6 +26,17 @@ from runner.workspace.git.gitsafe import (
     record_folder,
     run_git,
 )
+from runner.workspace.git.guard import (
+    GitPlaces,
+    GitRecord,
+    Item,
+    git_places,
+    item_of,
+    protected,
+    put_back,
+    record,
+    starts_with,
+)
 from runner.workspace.git.worktree import (
     Repository,
     Worktree,
@@ -34,6 +47,15 @@ from runner.workspace.git.worktree import (
 )
 
 __all__ = [
+    "GitPlaces",
+    "GitRecord",
+    "Item",
+    "git_places",
+    "item_of",
+    "protected",
+    "put_back",
+    "record",
+    "starts_with",
     "GIT_TIMEOUT_S",
     "SAFE_CONFIG",
     "GitError",

@@ -1,0 +1,239 @@
+"""What the agent leaves behind (DESIGN 24): the repository's git folder and the run's `--out`.
+
+`prepare` decides, for one task, before any command runs: which paths bubblewrap binds
+read-only (or pins) inside the writable folders, and what the runner records to compare at the
+end, because Landlock (which grants rights per hierarchy) cannot carve a read-only hole in the
+workdir, and nothing confines a degraded task. `Leftovers.trial` tries, inside the task's own
+sandbox, to write under `.git` and `--out` and to rename the `.git` entry: the record says
+`read-only` only for what held. `Leftovers.finish` compares, restores what changed and says
+why the task fails (kind `security`).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Literal
+
+from runner.outcome import SandboxRecord
+from runner.workspace import (
+    GitPlaces,
+    GitRecord,
+    Item,
+    git_places,
+    item_of,
+    protected,
+    put_back,
+    record,
+    run_shell,
+    starts_with,
+)
+
+__all__ = ["Leftovers", "prepare"]
+
+GitMode = Literal["read-only", "checked", "writable", ""]
+OutMode = Literal["read-only", "checked", ""]
+_OUT_LIMIT = 5000
+_OUT_SKIPPED = ("mcp-logs",)
+"""Folders of `--out` the runner itself writes while a task runs (the servers' stderr)."""
+_TRIAL_TIMEOUT_S = 60.0
+
+# `python -I -S -c _TRIAL ENTRY PATH...`: for each path, whether a write went through: a new
+# file in a folder, a file opened for writing, and a rename of ENTRY (put back at once).
+_TRIAL = """\
+import json, os, sys
+entry, paths = sys.argv[1], sys.argv[2:]
+held = []
+def tried(path):
+    if os.path.isdir(path) and not os.path.islink(path):
+        name = os.path.join(path, ".agent-runner-trial")
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        os.close(fd)
+        os.unlink(name)
+    else:
+        os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK))
+    return path
+for path in paths:
+    try:
+        held.append(tried(path))
+    except OSError:
+        pass
+if entry:
+    try:
+        os.rename(entry, entry + ".agent-runner-trial")
+        os.rename(entry + ".agent-runner-trial", entry)
+        held.append(entry)
+    except OSError:
+        pass
+print(json.dumps(held))
+"""
+
+
+@dataclass
+class Leftovers:
+    """One task's git folder and `--out`: how they are held, what was recorded."""
+
+    git: GitMode = ""
+    out: OutMode = ""
+    backend: str = ""
+    locked: tuple[Path, ...] = ()
+    """What bubblewrap binds read-only."""
+    pinned: tuple[Path, ...] = ()
+    places: GitPlaces | None = None
+    git_record: GitRecord | None = None
+    out_dir: Path | None = None
+    out_record: dict[str, Item] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    """What the trial found writable although bound read-only."""
+
+    def stamp(self, record: SandboxRecord) -> SandboxRecord:
+        """The sandbox record with `git` and `out` as they held."""
+        return replace(record, git=self.git, out=self.out)
+
+    async def trial(self, workdir: Path) -> None:
+        """Under bubblewrap, inside the task's sandbox (`confine` is current): try to write what
+        is bound read-only; what went through is recorded as checked, not read-only."""
+        if self.backend != "bwrap" or not (self.locked or self.pinned):
+            return  # nothing bound: Landlock, or no sandbox
+        entry = (
+            str(self.places.entry) if self.places and self.git in ("read-only", "writable") else ""
+        )
+        paths = [str(p) for p in self.locked]
+        command = shlex.join([sys.executable, "-I", "-S", "-c", _TRIAL, entry, *paths])
+        ran = await run_shell(
+            command, cwd=workdir, env={}, input_bytes=b"", timeout_s=_TRIAL_TIMEOUT_S
+        )
+        try:
+            held = json.loads(ran.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            held = None
+        if not isinstance(held, list):
+            self.problems.append(f"the trial did not run ({ran.stderr.strip()[-200:]})")
+            held = [*paths, entry]
+        for path in held:
+            if not path:
+                continue
+            self.problems.append(f"{path} was writable")
+            if self.out_dir is not None and Path(path) == self.out_dir:
+                self.out = "checked"
+            elif self.git == "read-only":
+                self.git = "checked"
+
+    def finish(self) -> str:
+        """Compare with the records and restore; why the task fails (kind `security`), or ""."""
+        changes: list[str] = []
+        failed: list[str] = []
+        if self.git_record is not None:
+            changed, broken = self.git_record.restore()
+            changes += changed
+            failed += broken
+        if self.out_dir is not None and self.out_record:
+            changed, broken = _restore_out(self.out_dir, self.out_record)
+            changes += changed
+            failed += broken
+        if not changes:
+            return ""
+        reason = (
+            "the task changed what it may not leave behind (DESIGN 24): "
+            + "; ".join(changes[:20])
+            + (f"; and {len(changes) - 20} more" if len(changes) > 20 else "")
+            + ". Restored"
+        )
+        if failed:
+            reason += f", but not: {'; '.join(failed[:10])}"
+        return reason
+
+
+def prepare(
+    workdir: Path,
+    rw: tuple[Path, ...],
+    backend: str,
+    *,
+    writable_git: bool,
+    out_dir: Path | None,
+) -> Leftovers:
+    """What to hold for a task whose commands may write `rw` (the workdir and writable folders)
+    under `backend` ("" when nothing confines them and the runner only checks)."""
+    confined = bool(backend)
+    found = Leftovers(backend=backend)
+    places = git_places(workdir)
+    if places is not None and _reachable(places, rw, confined):
+        found.places = places
+        found.git_record = record(places)
+        if backend == "bwrap":
+            locked, pinned = protected(places, writable_git)
+            found.locked += tuple(p for p in locked if _inside(p, rw))
+            found.pinned += tuple(p for p in pinned if _inside(p, rw))
+            found.git = "writable" if writable_git else "read-only"
+        else:
+            found.git = "writable" if writable_git else "checked"
+    if out_dir is not None:
+        out = out_dir.resolve()
+        if _inside(out, rw) or not confined:
+            out.mkdir(parents=True, exist_ok=True)  # before any command could make it its own
+            found.out_dir = out
+            # Landlock ignores `locked`; the file tools refuse it under every backend.
+            found.locked += (out,)
+            if backend == "bwrap":
+                found.out = "read-only"
+            else:
+                found.out_record = _take_out(out)
+                found.out = "checked"
+    return found
+
+
+def _reachable(places: GitPlaces, rw: tuple[Path, ...], confined: bool) -> bool:
+    paths = (places.entry.parent, *places.folders())
+    return not confined or any(_inside(p, rw) for p in paths)
+
+
+def _inside(path: Path, roots: tuple[Path, ...]) -> bool:
+    return any(path.is_relative_to(root) for root in roots)
+
+
+def _take_out(out: Path) -> dict[str, Item]:
+    items: dict[str, Item] = {}
+    stack = [out]
+    while stack and len(items) < _OUT_LIMIT:
+        folder = stack.pop()
+        try:
+            children = sorted(folder.iterdir())
+        except OSError:
+            continue
+        for child in children:
+            if folder == out and child.name in _OUT_SKIPPED:
+                continue
+            item = item_of(child)
+            if item.kind == "dir":
+                stack.append(child)
+            else:
+                items[str(child)] = item
+    return items
+
+
+def _restore_out(out: Path, before: dict[str, Item]) -> tuple[list[str], list[str]]:
+    """Files of `--out` that were there at the start: changed or gone ones are put back (a
+    session log may grow: another task of the run appends to its own)."""
+    changes: list[str] = []
+    failed: list[str] = []
+    for key, old in before.items():
+        path = Path(key)
+        now = item_of(path)
+        if old.same(now) or _appended(path, old, now):
+            continue
+        changes.append(
+            f"{path.relative_to(out.parent)} {'removed' if now.kind == 'absent' else 'changed'}"
+        )
+        problem = put_back(path, old)
+        if problem:
+            failed.append(f"{path}: {problem}")
+    return changes, failed
+
+
+def _appended(path: Path, old: Item, now: Item) -> bool:
+    if path.suffix != ".jsonl" or old.kind != "file" or now.kind != "file" or old.data is None:
+        return False
+    return starts_with(path, old.data)

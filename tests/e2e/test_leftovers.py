@@ -1,0 +1,176 @@
+"""What the agent leaves behind (DESIGN 24), attacked through the CLI under each backend.
+
+The workdir `w/` is a repository's top, the task runs in place (`run -p` in a checkout). Its
+commands try every way of planting code that the workflow's next step (`git status`, `git diff`,
+`git commit`, unconfined, with a token in its environment) would run: `core.fsmonitor`,
+`core.hooksPath`, a clean filter selected by `info/attributes`, a `hooks/pre-commit`, the `.git`
+folder moved aside for a `.git` file naming a git folder of the agent's, and a `.git` file of
+the repository's pointed elsewhere. Then that next step runs in the checkout: nothing the agent
+wrote may run, whatever the backend held; the record says how it was held.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import git
+from tests.e2e.conftest import Done, Scenario, complete, prepare, start, tool_reply
+from tests.e2e.test_confinement import BACKENDS
+
+ARGS = ("run", "t.yaml", "--model", "openai:gpt-4.1", "--out", "OUT")
+
+
+def _plants(mark: Path) -> list[str]:
+    """Commands that each plant one program for the next git in the checkout to run; each
+    writes its name into `mark`'s folder when it runs."""
+    run = f"sh -c 'echo ran >> {mark}-%s'"
+    hook = f"#!/bin/sh\necho ran >> {mark}-hook\n"
+    return [
+        f'git config core.fsmonitor "{run % "fsmonitor"}"',
+        f"mkdir -p evil && printf '{hook}' > evil/pre-commit && chmod +x evil/pre-commit"
+        " && git config core.hooksPath evil",
+        f'git config filter.x.clean "{run % "filter"}"'
+        " && echo '* filter=x' >> .git/info/attributes",
+        f"printf '{hook}' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit",
+        f"printf '[core]\\n\\tfsmonitor = {run % 'appended'}\\n' >> .git/config",
+        # The folder moved aside, a git folder of the agent's in its place behind a `.git` file.
+        "mv .git .git-moved && git init -q --separate-git-dir=mine other"
+        f' && git -C other config core.fsmonitor "{run % "moved"}"'
+        " && cp other/.git .git && sed -i 's#gitdir: #gitdir: #' .git",
+    ]
+
+
+def _repository(root: Path, scenario: Scenario) -> Path:
+    prepare(scenario, root)
+    work = root / "w"
+    git(work, "init", "-q")
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "start")
+    return work
+
+
+def _run(root: Path, scenario: Scenario) -> Done:
+    _repository(root, scenario)
+    started = start(scenario, root)
+    try:
+        return started.wait()
+    finally:
+        started.server.stop()
+
+
+def _next_step(work: Path, root: Path) -> list[str]:
+    """The workflow's next step in the checkout, unconfined, with a token: what it ran."""
+    env = {**os.environ, "GITHUB_TOKEN": "ghs_secret", "GIT_AUTHOR_NAME": "ci"}
+    env.update(GIT_AUTHOR_EMAIL="ci@ci", GIT_COMMITTER_NAME="ci", GIT_COMMITTER_EMAIL="ci@ci")
+    (work / "a.txt").write_text("changed by the workflow\n", encoding="utf-8")
+    for args in (["status"], ["diff"], ["add", "a.txt"], ["commit", "-q", "-m", "next step"]):
+        subprocess.run(["git", *args], cwd=work, env=env, capture_output=True, check=False)
+    return sorted(p.name for p in root.glob("mark-*"))
+
+
+def _scenario(mark: Path, backend: str, sandbox: dict[str, Any] | None = None) -> Scenario:
+    steps = [tool_reply("execute_command", command=c) for c in _plants(mark)]
+    return Scenario(
+        task={"sandbox": {"mode": "auto", **(sandbox or {})}},
+        files={"a.txt": "a\n"},
+        steps=[*steps, complete()],
+        args=[*ARGS, "--sandbox-backend", backend],
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_nothing_planted_in_the_git_folder_runs_in_the_next_step(
+    tmp_path: Path, backend: str
+) -> None:
+    done = _run(tmp_path, _scenario(tmp_path / "mark", backend))
+    work = tmp_path / "w"
+    record = done.task()["sandbox"]
+    if backend == "bwrap":
+        assert done.code == 0, done.explain()
+        assert record["git"] == "read-only"
+    else:
+        assert done.code == 1, done.explain()
+        assert record["git"] == "checked"
+        reason = done.task()["reason"]
+        assert done.task()["kind"] == "security"
+        for change in (".git/config changed", ".git/hooks/pre-commit added", ".git/info"):
+            assert change in reason, reason
+    assert (work / ".git").is_dir()
+    assert not (work / ".git-moved").exists()
+    assert _next_step(work, tmp_path) == []
+    assert "ghs_secret" not in "".join(p.read_text() for p in tmp_path.glob("mark-*"))
+    assert git(work, "log", "--format=%s", "-1").strip() == "next step"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_git_file_pointed_elsewhere_is_put_back(tmp_path: Path, backend: str) -> None:
+    mark = tmp_path / "mark"
+    run = f"sh -c 'echo ran >> {mark}-fsmonitor'"
+    command = (
+        f'git init -q --bare evil.git && git --git-dir=evil.git config core.fsmonitor "{run}"'
+        " && echo 'gitdir: evil.git' > .git"
+    )
+    scenario = Scenario(
+        task={"sandbox": {"mode": "auto"}},
+        files={"a.txt": "a\n"},
+        steps=[tool_reply("execute_command", command=command), complete()],
+        args=[*ARGS, "--sandbox-backend", backend],
+    )
+    prepare(scenario, tmp_path)
+    work = tmp_path / "w"
+    subprocess.run(
+        ["git", "init", "-q", f"--separate-git-dir={tmp_path / 'w' / 'store'}"],
+        cwd=work,
+        check=True,
+    )
+    git(work, "add", "a.txt")
+    git(work, "commit", "-q", "-m", "start")
+    before = (work / ".git").read_text(encoding="utf-8")
+    started = start(scenario, tmp_path)
+    try:
+        done = started.wait()
+    finally:
+        started.server.stop()
+    assert (work / ".git").read_text(encoding="utf-8") == before
+    if backend == "bwrap":
+        assert done.code == 0, done.explain()
+    else:
+        assert done.code == 1 and ".git changed" in done.task()["reason"], done.explain()
+    assert _next_step(work, tmp_path) == []
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_task_with_a_writable_git_folder_commits_but_a_planted_hook_fails_it(
+    tmp_path: Path, backend: str
+) -> None:
+    mark = tmp_path / "mark"
+    commit = (
+        "echo b > b.txt && git add b.txt && git -c user.name=a -c user.email=a@a commit -qm agent"
+    )
+    hook = f"printf '#!/bin/sh\\necho ran >> {mark}-hook\\n' > .git/hooks/pre-commit"
+    steps = [
+        tool_reply("execute_command", command=c)
+        for c in (commit, hook + " && chmod +x .git/hooks/pre-commit")
+    ]
+    scenario = Scenario(
+        task={"sandbox": {"mode": "auto", "git": "writable"}},
+        files={"a.txt": "a\n"},
+        steps=[*steps, complete()],
+        args=[*ARGS, "--sandbox-backend", backend],
+    )
+    done = _run(tmp_path, scenario)
+    work = tmp_path / "w"
+    assert git(work, "log", "--format=%s", "-1").strip() == "a", done.explain()
+    assert done.task()["sandbox"]["git"] == "writable"
+    if backend == "bwrap":
+        assert done.code == 0, done.explain()  # hooks/ stayed read-only: the write failed
+    else:
+        assert done.code == 1 and done.task()["kind"] == "security", done.explain()
+        assert ".git/hooks/pre-commit added" in done.task()["reason"]
+    assert not (work / ".git" / "hooks" / "pre-commit").exists()
+    assert _next_step(work, tmp_path) == []
