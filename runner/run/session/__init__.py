@@ -11,6 +11,7 @@ runner's safe git) is `runner.workspace.git`.
 from __future__ import annotations
 
 from runner.run.session.child import run_child
+from runner.run.session.header import EXECUTABLE_PARTS, task_hashes
 from runner.run.session.isolation import (
     check_isolation,
     parent_worktree,
@@ -22,6 +23,8 @@ from runner.run.session.tools import task_system_prompt, task_tool_lists
 from runner.workspace import Located, locate_in_checkout, repository_of
 
 __all__ = [
+    "EXECUTABLE_PARTS",
+    "task_hashes",
     "Located",
     "ResumePoint",
     "RunContext",

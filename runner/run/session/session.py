@@ -295,9 +295,8 @@ def _open_log(
     resume: ResumePoint | None,
 ) -> None:
     sandbox = state.sandbox.record.as_json() if state.sandbox else None
-    header = session_header(
-        task, llm, ctx.run_id, resume.parent_id if resume else None, sandbox, system, tools
-    )
+    parent = resume.parent_id if resume else None
+    header = session_header(task, llm, ctx.run_id, parent, sandbox, system, tools, redactor.data)
     state.log = SessionLogWriter.create(ctx.out_dir, header, redactor, events=ctx.events)
     for line in state.early_warnings:
         state.log.warning(line)
