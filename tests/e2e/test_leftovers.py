@@ -11,6 +11,7 @@ wrote may run, whatever the backend held; the record says how it was held.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -174,3 +175,55 @@ def test_a_task_with_a_writable_git_folder_commits_but_a_planted_hook_fails_it(
         assert ".git/hooks/pre-commit added" in done.task()["reason"]
     assert not (work / ".git" / "hooks" / "pre-commit").exists()
     assert _next_step(work, tmp_path) == []
+
+
+# The run's output folder (`run -p` in the checkout: agent-runs/ inside the workdir).
+
+PLANT_TASK = (
+    "printf 'extensions: {evil: {cmd: sh, args: [-c, \"echo ran > ../mark\"]}}\\n'"
+    " >> agent-runs/tasks/prompt.yaml; echo x > agent-runs/tasks/planted.yaml; echo done"
+)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_run_p_agent_changes_no_file_of_the_runs_output(tmp_path: Path, backend: str) -> None:
+    steps = [
+        tool_reply("execute_command", command=PLANT_TASK),
+        tool_reply("write_to_file", path="agent-runs/tasks/prompt.yaml", content="prompt: x\n"),
+        tool_reply(
+            "replace_in_file",
+            path="agent-runs/tasks/prompt.yaml",
+            diff="<<<<<<< SEARCH\nDo it.\n=======\nDo more.\n>>>>>>> REPLACE",
+        ),
+        complete(),
+    ]
+    scenario = Scenario(
+        files={"a.txt": "a\n"},
+        steps=steps,
+        args=["run", "-p", "Do it.", "--model", "openai:gpt-4.1", "--sandbox-backend", backend],
+    )
+    prepare(scenario, tmp_path)
+    root = tmp_path / "w"
+    started = start(scenario, root)
+    try:
+        done = started.wait()
+    finally:
+        started.server.stop()
+    task_file = root / "agent-runs" / "tasks" / "prompt.yaml"
+    text = task_file.read_text(encoding="utf-8")
+    assert "evil" not in text and "Do it." in text, text
+    summary = root / "agent-runs" / "summary.json"
+    record = json.loads(summary.read_text(encoding="utf-8"))["tasks"][0]
+    (session,) = (root / "agent-runs" / "sessions").glob("*.jsonl")
+    log = [json.loads(line) for line in session.read_text(encoding="utf-8").splitlines()]
+    writes = [e for e in log if e["type"] == "tool_call" and e["tool"] != "execute_command"]
+    assert [e["is_error"] for e in writes] == [True, True]
+    assert all("keeps for its own files" in e["result"] for e in writes), writes
+    if backend == "bwrap":
+        assert done.code == 0, done.explain()
+        assert record["sandbox"]["out"] == "read-only"
+        assert not (root / "agent-runs" / "tasks" / "planted.yaml").exists()
+    else:
+        assert done.code == 1, done.explain()
+        assert record["sandbox"]["out"] == "checked" and record["kind"] == "security"
+        assert "agent-runs/tasks/prompt.yaml changed" in record["reason"]
