@@ -13,15 +13,30 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import git
-from tests.e2e.conftest import Done, Scenario, complete, prepare, start, tool_reply
+from tests.e2e.conftest import (
+    API_KEY,
+    REPO,
+    RUN_TIMEOUT_S,
+    Done,
+    Scenario,
+    clean_env,
+    complete,
+    prepare,
+    start,
+    tool_reply,
+)
 from tests.e2e.test_confinement import BACKENDS
+from tests.fakes.model_server import FakeModelServer
 
 ARGS = ("run", "t.yaml", "--model", "openai:gpt-4.1", "--out", "OUT")
 
@@ -227,3 +242,56 @@ def test_a_run_p_agent_changes_no_file_of_the_runs_output(tmp_path: Path, backen
         assert done.code == 1, done.explain()
         assert record["sandbox"]["out"] == "checked" and record["kind"] == "security"
         assert "agent-runs/tasks/prompt.yaml changed" in record["reason"]
+
+
+# As a user of its own (root may write anything with its capabilities; nobody may not).
+
+NOBODY = 65534
+
+
+def _as_nobody(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        argv,
+        cwd=cwd,
+        env=env,
+        user=NOBODY,
+        group=NOBODY,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=False,
+    )
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="runs the runner as nobody, which only root can")
+@pytest.mark.skipif(not Path("/usr/bin/python3").is_file(), reason="no Python nobody may run")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_as_another_user_nothing_planted_in_the_git_folder_runs(backend: str) -> None:
+    base = Path(tempfile.mkdtemp(prefix="ar-nobody-", dir="/tmp"))
+    try:
+        root, mark = base / "run", base / "mark"
+        scenario = _scenario(mark, backend)
+        work = _repository(root, scenario)
+        for path in (base, *base.rglob("*")):
+            os.chown(path, NOBODY, NOBODY, follow_symlinks=False)
+        site = next(Path(sys.prefix).glob("lib/python3*/site-packages"))
+        with FakeModelServer(scenario.steps) as server:
+            env = clean_env(root, {"OPENAI_BASE_URL": server.openai_base_url})
+            env.update(OPENAI_API_KEY=API_KEY, HOME=str(base), PYTHONPATH=f"{REPO}:{site}")
+            done = _as_nobody(["/usr/bin/python3", "-m", "runner", *scenario.args], root, env)
+        summary = json.loads((root / "OUT" / "summary.json").read_text(encoding="utf-8"))
+        record = summary["tasks"][0]
+        assert record["sandbox"]["status"] == "enforced", done.stdout + done.stderr
+        if backend == "bwrap":
+            assert done.returncode == 0 and record["sandbox"]["git"] == "read-only", done.stdout
+        else:
+            assert done.returncode == 1 and record["kind"] == "security", done.stdout
+        assert (work / ".git").is_dir() and not (work / ".git-moved").exists()
+        git_env = {"PATH": os.defpath, "HOME": str(base), "GITHUB_TOKEN": "ghs_secret"}
+        git_env.update(GIT_AUTHOR_NAME="ci", GIT_AUTHOR_EMAIL="ci@ci")
+        git_env.update(GIT_COMMITTER_NAME="ci", GIT_COMMITTER_EMAIL="ci@ci")
+        for args in (["status"], ["diff"], ["commit", "-qam", "next"]):
+            _as_nobody(["git", *args], work, git_env)
+        assert sorted(p.name for p in base.glob("mark-*")) == []
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
