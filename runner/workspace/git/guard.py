@@ -113,7 +113,7 @@ def protected(places: GitPlaces, writable: bool) -> tuple[tuple[Path, ...], tupl
     if not writable:
         return (*entry, *(f for f in folders if f != places.entry)), ()
     locked = [f / name for f in folders for name in (*_CONTROL_FILES, *_CONTROL_TREES)]
-    return tuple(p for p in locked if os.path.lexists(p)), (*entry, *folders)
+    return tuple(p for p in locked if os.path.lexists(p)), tuple(dict.fromkeys((*entry, *folders)))
 
 
 @dataclass(frozen=True)
