@@ -295,3 +295,15 @@ def test_as_another_user_nothing_planted_in_the_git_folder_runs(backend: str) ->
         assert sorted(p.name for p in base.glob("mark-*")) == []
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_validate_names_a_bad_sandbox_git_value(tmp_path: Path) -> None:
+    task = {"prompt": "x", "workdir": "w", "sandbox": {"git": "wrtable"}}
+    scenario = Scenario(task=task, args=["validate", "t.yaml"])
+    started = start(scenario, tmp_path)
+    try:
+        done = started.wait()
+    finally:
+        started.server.stop()
+    assert done.code == 2, done.explain()
+    assert "sandbox.git: Input should be 'read-only' or 'writable'" in done.stdout + done.stderr
