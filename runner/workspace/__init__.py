@@ -32,6 +32,7 @@ from runner.workspace.git import (
     Worktree,
     checkout_record,
     create_worktree,
+    digest_of,
     git_env,
     git_places,
     item_of,
@@ -43,7 +44,6 @@ from runner.workspace.git import (
     remove_worktree,
     repository_of,
     run_git,
-    starts_with,
     task_diff,
 )
 from runner.workspace.paths import Confinement, WorkspaceError
@@ -149,10 +149,10 @@ __all__ = [
     "GitPlaces",
     "GitRecord",
     "Item",
+    "digest_of",
     "git_places",
     "item_of",
     "protected",
     "put_back",
     "record",
-    "starts_with",
 ]

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from runner.workspace import probe
 from tests.conftest import git
 from tests.e2e.conftest import (
     API_KEY,
@@ -181,7 +182,7 @@ def test_a_task_with_a_writable_git_folder_commits_but_a_planted_hook_fails_it(
     )
     done = _run(tmp_path, scenario)
     work = tmp_path / "w"
-    assert git(work, "log", "--format=%s", "-1").strip() == "a", done.explain()
+    assert git(work, "log", "--format=%s", "-1").strip() == "agent", done.explain()
     assert done.task()["sandbox"]["git"] == "writable"
     if backend == "bwrap":
         assert done.code == 0, done.explain()  # hooks/ stayed read-only: the write failed
@@ -307,3 +308,30 @@ def test_validate_names_a_bad_sandbox_git_value(tmp_path: Path) -> None:
         started.server.stop()
     assert done.code == 2, done.explain()
     assert "sandbox.git: Input should be 'read-only' or 'writable'" in done.stdout + done.stderr
+
+
+def test_under_landlock_logs_that_grow_beside_a_task_do_not_fail_it(tmp_path: Path) -> None:
+    """`--out` in the workdir, checked: two read-only tasks at once, a run after an earlier one;
+    each task's check sees the other's log grow and earlier logs untouched."""
+    if probe("landlock").backend != "landlock":
+        pytest.skip("landlock does not work here")
+    suite = {
+        "defaults": {
+            "workdir": ".",
+            "tools": {"deny": ["execute_command", "write_to_file", "replace_in_file"]},
+        },
+        "tasks": [{"name": n, "prompt": f"route-{n}: read."} for n in ("one", "two")],
+    }
+    routes = {
+        f"route-{n}": [tool_reply("read_file", path="t.yaml"), complete()] for n in ("one", "two")
+    }
+    args = ["run", "t.yaml", "--model", "openai:gpt-4.1", "--out", "OUT", "--jobs", "2"]
+    scenario = Scenario(task=suite, routes=routes, args=[*args, "--sandbox-backend", "landlock"])
+    for _ in range(2):
+        started = start(scenario, tmp_path)
+        try:
+            done = started.wait()
+        finally:
+            started.server.stop()
+        assert done.code == 0, done.explain()
+    assert {t["sandbox"]["out"] for t in done.summary()["tasks"]} == {"checked"}

@@ -12,7 +12,9 @@ why the task fails (kind `security`).
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import stat
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,13 +25,13 @@ from runner.workspace import (
     GitPlaces,
     GitRecord,
     Item,
+    digest_of,
     git_places,
     item_of,
     protected,
     put_back,
     record,
     run_shell,
-    starts_with,
 )
 
 __all__ = ["Leftovers", "prepare"]
@@ -37,6 +39,11 @@ __all__ = ["Leftovers", "prepare"]
 GitMode = Literal["read-only", "checked", "writable", ""]
 OutMode = Literal["read-only", "checked", ""]
 _OUT_LIMIT = 5000
+_KEEP_FILE = 1 << 20
+_KEEP_TOTAL = 16 << 20
+"""Contents of `--out` kept to be restored: files up to 1 MiB, 16 MiB in all (the task files
+always)."""
+_HASH_LIMIT = 1 << 30
 _OUT_SKIPPED = ("mcp-logs",)
 """Folders of `--out` the runner itself writes while a task runs (the servers' stderr)."""
 _TRIAL_TIMEOUT_S = 60.0
@@ -85,7 +92,7 @@ class Leftovers:
     places: GitPlaces | None = None
     git_record: GitRecord | None = None
     out_dir: Path | None = None
-    out_record: dict[str, Item] = field(default_factory=dict)
+    out_record: dict[str, _Kept] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     """What the trial found writable although bound read-only."""
 
@@ -194,46 +201,85 @@ def _inside(path: Path, roots: tuple[Path, ...]) -> bool:
     return any(path.is_relative_to(root) for root in roots)
 
 
-def _take_out(out: Path) -> dict[str, Item]:
-    items: dict[str, Item] = {}
+@dataclass(frozen=True)
+class _Kept:
+    """A file of `--out` as the task found it."""
+
+    item: Item
+    """Its kind, and its bytes when kept (the task files, small files)."""
+    stat: tuple[int, int, int]
+    """Size, inode and modification time: unchanged means not read again."""
+    digest: str | None
+    """The SHA-256 of its bytes (session logs too, read in chunks), to see that a log only grew."""
+
+
+def _take_out(out: Path) -> dict[str, _Kept]:
+    """The files under `out` (but `mcp-logs/`), bounded: contents are kept for the task files
+    and small files up to a total, hashed for session logs, else only their size and times."""
+    kept: dict[str, _Kept] = {}
+    budget = _KEEP_TOTAL
     stack = [out]
-    while stack and len(items) < _OUT_LIMIT:
+    while stack and len(kept) < _OUT_LIMIT:
         folder = stack.pop()
         try:
-            children = sorted(folder.iterdir())
+            children = sorted(folder.iterdir())[:_OUT_LIMIT]
         except OSError:
             continue
         for child in children:
             if folder == out and child.name in _OUT_SKIPPED:
                 continue
-            item = item_of(child)
-            if item.kind == "dir":
+            try:
+                info = child.lstat()
+            except OSError:
+                continue
+            if stat.S_ISDIR(info.st_mode):
                 stack.append(child)
-            else:
-                items[str(child)] = item
-    return items
+                continue
+            small = info.st_size <= _KEEP_FILE and (
+                budget >= info.st_size or "tasks" in child.parts
+            )
+            item = item_of(child) if small and stat.S_ISREG(info.st_mode) else Item("file")
+            if not stat.S_ISREG(info.st_mode):
+                item = item_of(child)
+            budget -= len(item.data or b"")
+            log = child.suffix == ".jsonl" and info.st_size <= _HASH_LIMIT
+            digest = digest_of(child, info.st_size) if log else None
+            key = (info.st_size, info.st_ino, info.st_mtime_ns)
+            kept[str(child)] = _Kept(item, key, digest or (item.digest or None))
+    return kept
 
 
-def _restore_out(out: Path, before: dict[str, Item]) -> tuple[list[str], list[str]]:
+def _restore_out(out: Path, before: dict[str, _Kept]) -> tuple[list[str], list[str]]:
     """Files of `--out` that were there at the start: changed or gone ones are put back (a
     session log may grow: another task of the run appends to its own)."""
     changes: list[str] = []
     failed: list[str] = []
     for key, old in before.items():
         path = Path(key)
-        now = item_of(path)
-        if old.same(now) or _appended(path, old, now):
+        if _unchanged(path, old):
             continue
-        changes.append(
-            f"{path.relative_to(out.parent)} {'removed' if now.kind == 'absent' else 'changed'}"
-        )
-        problem = put_back(path, old)
+        gone = "removed" if not os.path.lexists(path) else "changed"
+        changes.append(f"{path.relative_to(out.parent)} {gone}")
+        if old.item.kind == "file" and old.item.data is None:
+            failed.append(f"{path}: not kept (over {_KEEP_FILE} bytes)")
+            continue
+        problem = put_back(path, old.item)
         if problem:
             failed.append(f"{path}: {problem}")
     return changes, failed
 
 
-def _appended(path: Path, old: Item, now: Item) -> bool:
-    if path.suffix != ".jsonl" or old.kind != "file" or now.kind != "file" or old.data is None:
+def _unchanged(path: Path, old: _Kept) -> bool:
+    try:
+        info = path.lstat()
+    except OSError:
         return False
-    return starts_with(path, old.data)
+    if old.item.kind != "file" or not stat.S_ISREG(info.st_mode):
+        return old.item.same(item_of(path))
+    if (info.st_size, info.st_ino, info.st_mtime_ns) == old.stat:
+        return True
+    size = old.stat[0]
+    if old.digest is None or info.st_size < size:
+        return False
+    # The same bytes (only touched), or a log that only grew: its first `size` bytes hash the same.
+    return digest_of(path, size) == old.digest and (path.suffix == ".jsonl" or info.st_size == size)

@@ -182,6 +182,9 @@ async def task_sandbox(
                 )
             with confine(got[1]):
                 await left.trial(task.workdir)
+                if left.problems:
+                    what = f"the read-only binds did not hold ({'; '.join(left.problems)})"
+                    _warn_once(say, what, "the runner checks and restores them instead")
                 yield TaskSandbox(left.stamp(got[0]), got[3], got[2], left)
 
 

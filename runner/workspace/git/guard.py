@@ -40,7 +40,7 @@ __all__ = [
     "protected",
     "put_back",
     "record",
-    "starts_with",
+    "digest_of",
 ]
 
 _GITFILE_LIMIT = 4096
@@ -321,9 +321,26 @@ def item_of(path: Path) -> Item:
     return _item(path)
 
 
-def starts_with(path: Path, data: bytes) -> bool:
-    """Whether the regular file at `path` begins with `data` (an append-only log that grew)."""
-    return (_read(path, len(data)) or b"") == data
+def digest_of(path: Path, limit: int) -> str | None:
+    """The SHA-256 of the first `limit` bytes of the regular file at `path`, read in chunks (so a
+    large log costs no memory); None when it is not a regular file or cannot be read."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        digest = hashlib.sha256()
+        left = limit
+        while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+            digest.update(chunk)
+            left -= len(chunk)
+        return digest.hexdigest()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def put_back(path: Path, before: Item) -> str:
