@@ -335,3 +335,28 @@ def test_under_landlock_logs_that_grow_beside_a_task_do_not_fail_it(tmp_path: Pa
             started.server.stop()
         assert done.code == 0, done.explain()
     assert {t["sandbox"]["out"] for t in done.summary()["tasks"]} == {"checked"}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_git_file_planted_in_a_workdir_below_the_repository_is_removed(
+    tmp_path: Path, backend: str
+) -> None:
+    mark = tmp_path / "mark"
+    plant = (
+        "git init -q --bare evil.git && git --git-dir=evil.git config core.fsmonitor"
+        f" \"sh -c 'echo ran >> {mark}-sub'\" && echo 'gitdir: evil.git' > .git"
+    )
+    scenario = Scenario(
+        task={"workdir": "w/sub", "sandbox": {"mode": "auto"}},
+        files={"a.txt": "a\n", "sub/b.txt": "b\n"},
+        steps=[tool_reply("execute_command", command=plant), complete()],
+        args=[*ARGS, "--sandbox-backend", backend],
+    )
+    done = _run(tmp_path, scenario)
+    assert done.code == 1 and done.task()["kind"] == "security", done.explain()
+    assert done.task()["sandbox"]["git"] == "read-only"
+    assert ".git added (file)" in done.task()["reason"]
+    sub = tmp_path / "w" / "sub"
+    assert not (sub / ".git").exists()
+    subprocess.run(["git", "status"], cwd=sub, capture_output=True, check=False)
+    assert not Path(f"{mark}-sub").exists()

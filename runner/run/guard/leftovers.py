@@ -177,6 +177,12 @@ def prepare(
             found.git = "writable" if writable_git else "read-only"
         else:
             found.git = "writable" if writable_git else "checked"
+    elif places is not None:
+        # The git folder lies above the workdir, where commands cannot write; but a `.git` made
+        # in the workdir is the one git finds first when it runs there: it is checked.
+        inner = GitPlaces(workdir.resolve() / ".git", places.git_dir, places.common_dir)
+        found.git_record = record(inner)
+        found.git = "read-only"
     if out_dir is not None:
         out = out_dir.resolve()
         if _inside(out, rw) or not confined:

@@ -185,6 +185,8 @@ class GitRecord:
         moved = _find_moved(entry.parent, before.ident) if before.kind == "dir" else None
         if now.kind != "absent":
             _remove(entry)
+        if before.kind == "absent":
+            return []  # a `.git` the agent made where there was none
         if before.kind == "dir" and moved is not None:
             moved.rename(entry)
             return []
