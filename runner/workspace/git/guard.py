@@ -31,6 +31,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.workspace.git.worktree import WORKTREE_PREFIX
+
 __all__ = [
     "GitPlaces",
     "GitRecord",
@@ -246,6 +248,9 @@ def _take_git_dir(
             items[str(path)] = _item(path)
     for name in _NESTED:
         for nested in _git_dirs_under(folder / name, budget):
+            # The runner's own worktrees come and go while tasks run beside this one.
+            if name == "worktrees" and nested.name.startswith(WORKTREE_PREFIX):
+                continue
             _take_git_dir(nested, items, budget, seen, depth + 1)
 
 

@@ -41,6 +41,7 @@ from runner.workspace.git.gitsafe import (
 )
 
 __all__ = [
+    "WORKTREE_PREFIX",
     "GitError",
     "Repository",
     "Worktree",
@@ -50,6 +51,8 @@ __all__ = [
     "task_diff",
 ]
 
+WORKTREE_PREFIX = "agent-runner-worktree-"
+"""The runner's worktrees' folder names, and so their git folders' under `worktrees/`."""
 _NO_GIT = "isolation: worktree needs git, and git is not installed (not on PATH)"
 _DIFF = ("--binary", "--no-ext-diff", "--no-textconv", "--no-color")
 _locks: dict[Path, asyncio.Lock] = {}
@@ -155,7 +158,7 @@ async def create_worktree(
         start = snapshot
     else:
         start = repo.head
-    path = Path(tempfile.mkdtemp(prefix="agent-runner-worktree-"))
+    path = Path(tempfile.mkdtemp(prefix=WORKTREE_PREFIX))
     async with _locks.setdefault(repo.top, asyncio.Lock()):
         await _must(
             repo.top,
