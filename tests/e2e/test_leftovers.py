@@ -30,6 +30,7 @@ from tests.e2e.conftest import (
     RUN_TIMEOUT_S,
     Done,
     Scenario,
+    call,
     clean_env,
     complete,
     prepare,
@@ -37,7 +38,7 @@ from tests.e2e.conftest import (
     tool_reply,
 )
 from tests.e2e.test_confinement import BACKENDS
-from tests.fakes.model_server import FakeModelServer
+from tests.fakes.model_server import FakeModelServer, reply
 
 ARGS = ("run", "t.yaml", "--model", "openai:gpt-4.1", "--out", "OUT")
 
@@ -360,3 +361,30 @@ def test_a_git_file_planted_in_a_workdir_below_the_repository_is_removed(
     assert not (sub / ".git").exists()
     subprocess.run(["git", "status"], cwd=sub, capture_output=True, check=False)
     assert not Path(f"{mark}-sub").exists()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_change_outside_what_commands_may_write_is_never_restored(
+    tmp_path: Path, backend: str
+) -> None:
+    """The workdir is below the repository's top: its git folder is out of the commands' reach,
+    so a change there while the task runs (another process's) is neither named nor undone."""
+    finish = call("attempt_completion", result="done")
+    scenario = Scenario(
+        task={"workdir": "w/sub", "sandbox": {"mode": "auto"}},
+        files={"a.txt": "a\n", "sub/b.txt": "b\n"},
+        steps=[reply(finish, fault="stall")],
+        args=[*ARGS, "--sandbox-backend", backend],
+    )
+    _repository(tmp_path, scenario)
+    server = FakeModelServer(scenario.steps).start()
+    started = start(scenario, tmp_path, server)
+    try:
+        assert server.wait_for_stall(RUN_TIMEOUT_S), started.explain()
+        git(tmp_path / "w", "config", "user.signingkey", "someone-else")
+        server.release()
+        done = started.wait()
+    finally:
+        server.stop()
+    assert done.code == 0, done.explain()
+    assert git(tmp_path / "w", "config", "user.signingkey").strip() == "someone-else"

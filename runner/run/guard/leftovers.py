@@ -169,7 +169,7 @@ def prepare(
     places = git_places(workdir)
     if places is not None and _reachable(places, rw, confined):
         found.places = places
-        found.git_record = record(places)
+        found.git_record = record(places, rw if confined else None)
         if backend == "bwrap":
             locked, pinned = protected(places, writable_git)
             found.locked += tuple(p for p in locked if _inside(p, rw))
@@ -181,7 +181,7 @@ def prepare(
         # The git folder lies above the workdir, where commands cannot write; but a `.git` made
         # in the workdir is the one git finds first when it runs there: it is checked.
         inner = GitPlaces(workdir.resolve() / ".git", places.git_dir, places.common_dir)
-        found.git_record = record(inner)
+        found.git_record = record(inner, rw)
         found.git = "read-only"
     if out_dir is not None:
         out = out_dir.resolve()

@@ -149,18 +149,21 @@ class GitRecord:
     places: GitPlaces
     items: dict[str, Item]
     """By path: `.git` for the entry, else the path of a file or folder inside a git folder."""
+    within: tuple[Path, ...] | None = None
+    """Only git folders inside these are recorded (and so ever restored): what commands could
+    write. None: every one (nothing confines the commands)."""
 
     def restore(self) -> tuple[list[str], list[str]]:
         """Put back what changed: (each change, what could not be put back)."""
-        now = _take(self.places)
+        now = _take(self.places, self.within)
         changes: list[str] = []
         failed: list[str] = []
         entry = str(self.places.entry)
-        if not self.items[entry].same(now[entry]):
+        if entry in self.items and not self.items[entry].same(now[entry]):
             # The entry first: a folder moved aside comes back, and its contents are compared.
             changes.append(_describe(self._label(entry), self.items[entry], now[entry]))
             failed += self._restore_entry(now[entry])
-            now = _take(self.places)
+            now = _take(self.places, self.within)
         keys = _diff(self, now)
         changes += [_describe(self._label(k), self.items.get(k), now.get(k)) for k in keys]
         absent = Item("absent")
@@ -201,9 +204,10 @@ class GitRecord:
         return str(path.relative_to(top)) if path.is_relative_to(top) else key
 
 
-def record(places: GitPlaces) -> GitRecord:
-    """What git reads and runs from `places`, now (before the agent runs)."""
-    return GitRecord(places, _take(places))
+def record(places: GitPlaces, within: tuple[Path, ...] | None = None) -> GitRecord:
+    """What git reads and runs from `places`, now (before the agent runs): the entry, and the
+    git folders that lie inside `within` (None: all of them)."""
+    return GitRecord(places, _take(places, within), within)
 
 
 def _diff(record: GitRecord, now: dict[str, Item]) -> list[str]:
@@ -226,12 +230,15 @@ def _describe(label: str, before: Item | None, now: Item | None) -> str:
     return f"{label} changed"
 
 
-def _take(places: GitPlaces) -> dict[str, Item]:
-    items: dict[str, Item] = {str(places.entry): _item(places.entry, entry=True)}
+def _take(places: GitPlaces, within: tuple[Path, ...] | None) -> dict[str, Item]:
+    items: dict[str, Item] = {}
+    if within is None or any(places.entry.is_relative_to(root) for root in within):
+        items[str(places.entry)] = _item(places.entry, entry=True)
     budget = [_ENTRY_LIMIT]
     seen: set[Path] = set()
     for folder in places.folders():
-        _take_git_dir(folder, items, budget, seen, 0)
+        if within is None or any(folder.is_relative_to(root) for root in within):
+            _take_git_dir(folder, items, budget, seen, 0)
     return items
 
 
