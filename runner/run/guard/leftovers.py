@@ -110,15 +110,18 @@ class Leftovers:
         )
         paths = [str(p) for p in self.locked]
         command = shlex.join([sys.executable, "-I", "-S", "-c", _TRIAL, entry, *paths])
-        ran = await run_shell(
-            command, cwd=workdir, env={}, input_bytes=b"", timeout_s=_TRIAL_TIMEOUT_S
-        )
+        why = ""
         try:
+            ran = await run_shell(
+                command, cwd=workdir, env={}, input_bytes=b"", timeout_s=_TRIAL_TIMEOUT_S
+            )
+            why = ran.stderr.strip()[-200:]
             held = json.loads(ran.stdout.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            held = None
+        except (OSError, ValueError, IndexError) as error:
+            why, held = why or str(error), None
         if not isinstance(held, list):
-            self.problems.append(f"the trial did not run ({ran.stderr.strip()[-200:]})")
+            # Nothing is claimed that was not tried: the record says checked.
+            self.problems.append(f"the trial did not run ({why})")
             held = [*paths, entry]
         for path in held:
             if not path:
