@@ -33,6 +33,7 @@ from tests.e2e.conftest import (
     call,
     clean_env,
     complete,
+    log_schema_errors,
     prepare,
     start,
     tool_reply,
@@ -118,6 +119,13 @@ def test_nothing_planted_in_the_git_folder_runs_in_the_next_step(
         assert done.task()["kind"] == "security"
         for change in (".git/config changed", ".git/hooks/pre-commit added", ".git/info"):
             assert change in reason, reason
+    (log,) = (done.out / "sessions").glob("*.jsonl")
+    assert log_schema_errors(log) == []
+    assert set(json.loads(log.read_text(encoding="utf-8").splitlines()[0])["task_hashes"]) >= {
+        "extensions",
+        "hooks",
+        "success",
+    }
     assert (work / ".git").is_dir()
     assert not (work / ".git-moved").exists()
     assert _next_step(work, tmp_path) == []
