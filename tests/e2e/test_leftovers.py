@@ -396,3 +396,27 @@ def test_a_change_outside_what_commands_may_write_is_never_restored(
         server.stop()
     assert done.code == 0, done.explain()
     assert git(tmp_path / "w", "config", "user.signingkey").strip() == "someone-else"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_submodule_the_agent_adds_to_the_index_runs_nothing(tmp_path: Path, backend: str) -> None:
+    """`git status` recurses into a populated gitlink and runs its git folder's fsmonitor."""
+    mark = tmp_path / "mark"
+    plant = (
+        "git init -q sub && cd sub && echo s > s && git add s"
+        " && git -c user.name=a -c user.email=a@a commit -qm s"
+        f" && git config core.fsmonitor \"sh -c 'echo ran >> {mark}-sub'\" && cd .."
+        " && git update-index --add --cacheinfo 160000,$(git -C sub rev-parse HEAD),sub"
+    )
+    scenario = Scenario(
+        task={"sandbox": {"mode": "auto"}},
+        files={"a.txt": "a\n"},
+        steps=[tool_reply("execute_command", command=plant), complete()],
+        args=[*ARGS, "--sandbox-backend", backend],
+    )
+    done = _run(tmp_path, scenario)
+    if backend == "bwrap":
+        assert done.code == 0, done.explain()  # the index is read-only: no gitlink
+    else:
+        assert done.code == 1 and "sub/.git added" in done.task()["reason"], done.explain()
+    assert _next_step(tmp_path / "w", tmp_path) == []

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import stat
 import sys
 from dataclasses import dataclass, field, replace
@@ -21,12 +22,14 @@ from pathlib import Path
 from typing import Literal
 
 from runner.outcome import SandboxRecord
+from runner.settings import environ
 from runner.workspace import (
     GitPlaces,
     GitRecord,
     Item,
     digest_of,
     git_places,
+    gitlink_entries,
     item_of,
     protected,
     put_back,
@@ -91,6 +94,8 @@ class Leftovers:
     pinned: tuple[Path, ...] = ()
     places: GitPlaces | None = None
     git_record: GitRecord | None = None
+    links: dict[str, Item] | None = None
+    """The `.git` entries of the index's gitlinks (submodules), when the index may change."""
     out_dir: Path | None = None
     out_record: dict[str, _Kept] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
@@ -140,6 +145,11 @@ class Leftovers:
             changed, broken = self.git_record.restore()
             changes += changed
             failed += broken
+        if self.links is not None and self.places is not None:
+            # After the config is back: the index is read by the runner's own git.
+            changed, broken = _restore_links(self.links, gitlink_entries(self.places, environ()))
+            changes += changed
+            failed += broken
         if self.out_dir is not None and self.out_record:
             changed, broken = _restore_out(self.out_dir, self.out_record)
             changes += changed
@@ -173,6 +183,8 @@ def prepare(
     if places is not None and _reachable(places, rw, confined):
         found.places = places
         found.git_record = record(places, rw if confined else None)
+        if backend != "bwrap" or writable_git:  # the index may change: submodules are compared
+            found.links = gitlink_entries(places, environ())
         if backend == "bwrap":
             locked, pinned = protected(places, writable_git)
             found.locked += tuple(p for p in locked if _inside(p, rw))
@@ -292,3 +304,29 @@ def _unchanged(path: Path, old: _Kept) -> bool:
         return False
     # The same bytes (only touched), or a log that only grew: its first `size` bytes hash the same.
     return digest_of(path, size) == old.digest and (path.suffix == ".jsonl" or info.st_size == size)
+
+
+def _restore_links(before: dict[str, Item], now: dict[str, Item]) -> tuple[list[str], list[str]]:
+    """Submodules' `.git` entries that appeared or changed go; changed ones come back."""
+    changes: list[str] = []
+    failed: list[str] = []
+    for key, item in now.items():
+        old = before.get(key, Item("absent"))
+        if old.same(item):
+            continue
+        changes.append(f"{key} {'added' if old.kind == 'absent' else 'changed'} (a submodule's)")
+        problem = put_back(Path(key), old) if old.kind != "absent" else _drop(Path(key))
+        if problem:
+            failed.append(f"{key}: {problem}")
+    return changes, failed
+
+
+def _drop(path: Path) -> str:
+    try:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    except OSError as error:
+        return str(error)
+    return ""

@@ -37,6 +37,7 @@ from runner.workspace.git.guard import (
     put_back,
     record,
 )
+from runner.workspace.git.links import gitlink_entries
 from runner.workspace.git.worktree import (
     Repository,
     Worktree,
@@ -68,6 +69,7 @@ __all__ = [
     "checkout_root",
     "create_worktree",
     "git_env",
+    "gitlink_entries",
     "locate_in_checkout",
     "record_folder",
     "remove_worktree",
