@@ -152,6 +152,14 @@ class SandboxRecord:
     variables are filtered (no backend, or Landlock without network rules)."""
     connections: tuple[int, int] | None = None
     """Connections the proxy allowed and refused; set when the task has ended."""
+    git: str = ""
+    """The repository's git folder (DESIGN 24): `read-only` (bubblewrap bound it, and a trial
+    write failed), `checked` (recorded at the start, compared and restored at the end),
+    `writable` (`sandbox.git: writable`: commands may commit, config, hooks and info are still
+    checked); "" when commands cannot reach one."""
+    out: str = ""
+    """The run's `--out` inside the workdir (DESIGN 24): `read-only` or `checked`; "" when it
+    lies outside the commands' reach."""
 
     def line(self) -> str:
         """`sandbox: enforced (bwrap); network: off; writable: workdir; confined: fs, ...`."""
@@ -162,7 +170,7 @@ class SandboxRecord:
             "off": "off",
         }[self.status]
         if self.status != "enforced":
-            return f"sandbox: {head}{self._allowlist_line()}"
+            return f"sandbox: {head}{self._allowlist_line()}{self._left_line()}"
         writable = ", ".join(("workdir", *self.writable))
         network = "on" if self.network else "off"
         if self.allowlist:
@@ -173,7 +181,13 @@ class SandboxRecord:
             line += f"; confined: {', '.join(self.enforced)}"
         if self.missing:
             line += f"; not confined: {', '.join(self.missing)} ({self.reason})"
-        return line
+        return line + self._left_line()
+
+    def _left_line(self) -> str:
+        """`; git: read-only; out: read-only` (DESIGN 24)."""
+        return (f"; git: {self.git}" if self.git else "") + (
+            f"; out: {self.out}" if self.out else ""
+        )
 
     def _allowlist_line(self) -> str:
         """`; network: allowlist (not enforced); connections: 3 allowed, 1 refused`."""
@@ -199,6 +213,8 @@ class SandboxRecord:
             "enforced": list(self.enforced),
             "missing": list(self.missing),
             **self._allowlist_json(),
+            **({"git": self.git} if self.git else {}),
+            **({"out": self.out} if self.out else {}),
         }
 
     def _allowlist_json(self) -> dict[str, Any]:

@@ -146,6 +146,10 @@ class SandboxSettings(BaseModel):
     writable: tuple[str, ...] = ()
     """Folders commands may write besides the workdir, relative to the workdir; each must exist
     inside the repository that holds the workdir."""
+    git: Literal["read-only", "writable"] = "read-only"
+    """The repository's git folder, when it lies in the workdir (DESIGN 24): `read-only` (the
+    agent commits nothing), or `writable` (commands may commit; its config, hooks, info and the
+    `.git` entry are still compared at the end, restored, and a change fails the task)."""
 
 
 def _env_alias(name: str, *extra: str) -> AliasChoices:

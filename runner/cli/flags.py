@@ -196,6 +196,13 @@ def add_resume(commands: Commands) -> None:
         help="when the task file is missing, run the task as the log recorded it: its success "
         "check, extension commands and servers run as written in the log",
     )
+    resume.add_argument(
+        "--accept-task-changes",
+        action="store_true",
+        help="resume even though the task file's extensions, hooks, success, sandbox, "
+        "permissions, tools, agents or skills differ from the session's (by default resume "
+        "refuses, exit 2: they decide what runs)",
+    )
     resume.set_defaults(handler=resume_command)
 
 

@@ -169,6 +169,9 @@ class Header:
     """The session this one resumes, or None for a fresh session."""
     task_file: str = ""
     """The file the task came from."""
+    task_hashes: Mapping[str, str] | None = None
+    """The SHA-256 of each executable part of the task (DESIGN 24): `resume` refuses a task file
+    whose parts differ. Optional: logs from before it have none and resume unchecked."""
     checkout: Mapping[str, Any] | None = None
     """Where the task ran: `root` (the git work tree holding the task file) and `task_file` and
     `workdir` relative to it; `resume` finds them again in the checkout where it runs. Optional:
@@ -221,6 +224,7 @@ class Header:
             "runner_version": self.runner_version,
             "task": copy.deepcopy(self.task),
             "task_file": self.task_file,
+            **({"task_hashes": dict(self.task_hashes)} if self.task_hashes is not None else {}),
             **({"checkout": dict(self.checkout)} if self.checkout is not None else {}),
             "model": self.model,
             **({"sandbox": dict(self.sandbox)} if self.sandbox is not None else {}),

@@ -7,7 +7,8 @@ in-process; `runner.workspace.server` serves them over stdio for any MCP client 
 workspace`, `python -m runner.workspace`). Two rooms hold what the tools stand on: `sandbox`
 (how every command a task runs is started, confined by bubblewrap or Landlock, and reaped however
 the runner dies) and `fs` (opening, reading and walking the workdir's files without trusting
-them). Importing this face imports no MCP SDK.
+them); `git` is the runner's own git (worktrees, patches, the checkout record), run so that
+nothing the agent wrote in the repository runs. Importing this face imports no MCP SDK.
 """
 
 from __future__ import annotations
@@ -19,6 +20,32 @@ from runner.workspace.fs import (
     list_tree,
     read_confined,
     read_regular,
+)
+from runner.workspace.git import (
+    GitError,
+    GitFolder,
+    GitPlaces,
+    GitRecord,
+    Item,
+    Located,
+    Shadow,
+    Worktree,
+    checkout_record,
+    create_worktree,
+    digest_of,
+    git_env,
+    git_places,
+    gitlink_entries,
+    item_of,
+    locate_in_checkout,
+    protected,
+    put_back,
+    record,
+    record_folder,
+    remove_worktree,
+    repository_of,
+    run_git,
+    task_diff,
 )
 from runner.workspace.paths import Confinement, WorkspaceError
 from runner.workspace.sandbox import (
@@ -108,4 +135,28 @@ __all__ = [
     "parse_rule",
     "proxied",
     "rule_problems",
+    "GitError",
+    "GitFolder",
+    "Located",
+    "Shadow",
+    "Worktree",
+    "checkout_record",
+    "create_worktree",
+    "git_env",
+    "locate_in_checkout",
+    "record_folder",
+    "remove_worktree",
+    "repository_of",
+    "run_git",
+    "task_diff",
+    "GitPlaces",
+    "GitRecord",
+    "Item",
+    "digest_of",
+    "git_places",
+    "gitlink_entries",
+    "item_of",
+    "protected",
+    "put_back",
+    "record",
 ]

@@ -6,6 +6,8 @@ import os
 import stat
 from pathlib import Path
 
+from runner.workspace.sandbox import current
+
 __all__ = ["Confinement", "WorkspaceError"]
 
 
@@ -72,6 +74,14 @@ class Confinement:
                 f"{given!r} is inside a .git folder (or is a .git file); a repository's "
                 "internals cannot be written (use execute_command with git commands instead)"
             )
+        sandbox = current()
+        for locked in sandbox.locked if sandbox is not None else ():
+            if real.is_relative_to(locked):
+                raise WorkspaceError(
+                    f"{given!r} is inside {locked}, which the run keeps for its own files (its "
+                    "output folder: session logs, reports, the task file it generated); it "
+                    "cannot be written by the task (write elsewhere in the workspace)"
+                )
         try:
             info = real.lstat()
         except FileNotFoundError:

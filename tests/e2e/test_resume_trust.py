@@ -262,7 +262,8 @@ def drifted(module_dir: Path) -> tuple[SessionRecord, Done]:
     done = run_all({"drift": Scenario(task=task, steps=[GIVE_UP])}, module_dir)["drift"]
     parent_record = done.log()
     denied = {**task, "tools": {"deny": ["execute_command"]}}
-    again = Scenario(task=denied, steps=[complete("done")], args=RESUME)
+    # Its tools changed: an executable part (DESIGN 24), accepted on the command line.
+    again = Scenario(task=denied, steps=[complete("done")], args=[*RESUME, "--accept-task-changes"])
     return parent_record, run_all({"drift": again}, module_dir)["drift"]
 
 

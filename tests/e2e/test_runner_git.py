@@ -35,7 +35,8 @@ FILTER = 'git config filter.x.clean "env > {leak}; cat" && echo "* filter=x" > .
 REDIRECT = (
     "git init -q ev && git -C ev -c user.name=a -c user.email=a@a commit -q --allow-empty -m x"
     " && cd ev && " + FILTER.replace(".gitattributes", "../.gitattributes") + " && cd .."
-    ' && echo "gitdir: ev/.git" > .git && echo new > new.txt'
+    # `;`: the `.git` file is read-only under bubblewrap (DESIGN 24); the write fails there.
+    '; echo "gitdir: ev/.git" > .git; echo new > new.txt'
 )
 
 
@@ -72,12 +73,12 @@ def scenarios(base: Path) -> dict[str, Scenario]:
     return {
         "redirect": attack(REDIRECT.format(leak=base / "redirect" / "leak.txt"), WORKTREE),
         "original_index": attack(
-            "git init -q nested && sed -i 's#/worktrees/.*##' .git && echo new > new.txt", WORKTREE
+            "git init -q nested; sed -i 's#/worktrees/.*##' .git; echo new > new.txt", WORKTREE
         ),
         "changed_files": attack(
             # Same size, new mtime: git status hashes the file, through the filter.
             FILTER.format(leak=base / "changed_files" / "leak.txt")
-            + " && touch -d 2001-01-01 a.txt && echo n > new.txt",
+            + "; touch -d 2001-01-01 a.txt && echo n > new.txt",  # `;`: .git is read-only
             {"success": {"require": {"changed_files": True}}},
         ),
         "read_only": Scenario(

@@ -141,3 +141,20 @@ def test_resolving_a_hard_linked_file_for_a_write_is_refused(
     with pytest.raises(WorkspaceError, match="has 2 hard links; a write could change a file"):
         paths.resolve("hard.txt", write=True)
     assert paths.resolve("hard.txt") == root.resolve() / "hard.txt"  # reads check on open
+
+
+def test_a_path_the_sandbox_locks_is_refused_for_writes_only(root: Path, tmp_path: Path) -> None:
+    from runner.workspace import Sandbox, confine
+
+    out = root / "agent-runs"
+    (out / "tasks").mkdir(parents=True)
+    (out / "tasks" / "prompt.yaml").write_text("prompt: x\n", encoding="utf-8")
+    sandbox = Sandbox("landlock", "python3", root, tmp_path, locked=(out,))
+    paths = Confinement(root)
+    with confine(sandbox):
+        for given in ("agent-runs/tasks/prompt.yaml", "agent-runs/new.txt", str(out / "x")):
+            with pytest.raises(WorkspaceError, match="keeps for its own files"):
+                paths.resolve(given, write=True)
+        assert paths.resolve("agent-runs/tasks/prompt.yaml") == out / "tasks" / "prompt.yaml"
+        assert paths.resolve("agent-runsX", write=True) == root / "agent-runsX"
+    assert paths.resolve("agent-runs/new.txt", write=True) == out / "new.txt"

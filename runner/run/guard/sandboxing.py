@@ -25,11 +25,13 @@ import anyio
 from runner.errors import ConfigError, RunnerError, SandboxUnavailable
 from runner.mcp import WORKSPACE, server_env
 from runner.outcome import SandboxRecord
+from runner.run.guard.leftovers import Leftovers, prepare
 from runner.run.guard.network import TaskProxy, allowlist, unheld_allowlist, with_allowlist
 from runner.settings import SandboxSettings, Settings, environ
 from runner.task import Task, writable_problems
 from runner.workspace import (
     PROPERTIES,
+    Probe,
     Sandbox,
     confine,
     git_dirs,
@@ -54,6 +56,13 @@ class TaskSandbox:
     """Why the task must not run (raised by the session before the model is called)."""
     proxy: TaskProxy | None = None
     """The network allowlist's proxy (DESIGN 19), when the task has one."""
+    leftovers: Leftovers | None = None
+    """The git folder and `--out` as held and recorded (DESIGN 24)."""
+
+    def left_behind(self) -> str:
+        """At the task's end: what it changed that it may not leave behind (now restored), in
+        words; "" when nothing."""
+        return self.leftovers.finish() if self.leftovers is not None else ""
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -86,9 +95,28 @@ def command_env(task: Task, env: Mapping[str, str]) -> dict[str, str]:
     return minimal
 
 
+def _enforced_record(
+    found: Probe, backend: str, spec: SandboxSettings, hosts: bool
+) -> SandboxRecord:
+    """What a working backend holds for the task, and what it cannot (each with its reason)."""
+    on = spec.network is True
+    missing = tuple((n, why) for n, why in found.missing if not (n == "net" and on))
+    if hosts and backend != "bwrap":  # named with the rest, so `required` names it too
+        missing += (("net-allowlist", unheld_allowlist()),)
+    return SandboxRecord(
+        "enforced",
+        backend,
+        reason="; ".join(f"{name}: {why}" for name, why in missing),
+        network=on,
+        writable=spec.writable,
+        enforced=tuple(n for n in found.held if not (n == "net" and on)),
+        missing=tuple(name for name, _ in missing),
+    )
+
+
 @contextlib.asynccontextmanager
 async def task_sandbox(
-    task: Task, settings: Settings, say: Callable[[str], None]
+    task: Task, settings: Settings, say: Callable[[str], None], out_dir: Path | None = None
 ) -> AsyncIterator[TaskSandbox]:
     """Confine the body's commands as the task's settings ask; yields what was enforced."""
     spec = sandbox_settings(task, settings)
@@ -116,23 +144,13 @@ async def task_sandbox(
         # Nothing holds: every property the task asked for is missing (`net` unless network on).
         absent = tuple(n for n in PROPERTIES if n != "net" or spec.network is not True)
         record = SandboxRecord("degraded", reason=found.reason, network=True, missing=absent)
-        async with with_allowlist(hosts, record, None, False) as got:
-            yield TaskSandbox(got[0], proxy=got[2])
+        left = prepare(task.workdir, (), "", writable_git=spec.git == "writable", out_dir=out_dir)
+        async with with_allowlist(hosts, left.stamp(record), None, False) as got:
+            yield TaskSandbox(got[0], proxy=got[2], leftovers=left)
         return
     on = spec.network is True
-    missing = tuple((n, why) for n, why in found.missing if not (n == "net" and on))
-    if hosts and found.backend != "bwrap":  # named with the rest, so `required` names it too
-        missing += (("net-allowlist", unheld_allowlist()),)
-    record = SandboxRecord(
-        "enforced",
-        found.backend,
-        reason="; ".join(f"{name}: {why}" for name, why in missing),
-        network=on,
-        writable=spec.writable,
-        enforced=tuple(n for n in found.held if not (n == "net" and on)),
-        missing=tuple(name for name, _ in missing),
-    )
-    if missing:
+    record = _enforced_record(found, found.backend, spec, bool(hosts))
+    if record.missing:
         names = ", ".join(record.missing)
         what = f"the {found.backend} sandbox does not confine {names} here ({record.reason})"
         if spec.mode == "required":
@@ -143,6 +161,9 @@ async def task_sandbox(
     with _scratch() as scratch:
         home = Path.home().resolve()
         path = environ().get("PATH", "")
+        rw = (scratch, task.workdir, *writable)
+        git_writable = spec.git == "writable"
+        left = prepare(task.workdir, rw, found.backend, writable_git=git_writable, out_dir=out_dir)
         sandbox = Sandbox(
             found.backend,
             found.executable,
@@ -157,6 +178,8 @@ async def task_sandbox(
                 *toolchain_dirs(home, path),
                 *(folder for root in masked_roots() for folder in toolchain_dirs(root, path)),
             ),
+            locked=left.locked,
+            pinned=left.pinned,
         )
         required = spec.mode == "required"
         async with with_allowlist(hosts, record, sandbox, required) as got:
@@ -168,7 +191,11 @@ async def task_sandbox(
                     "the network allowlist filters only programs that use the proxy",
                 )
             with confine(got[1]):
-                yield TaskSandbox(got[0], got[3], got[2])
+                await left.trial(task.workdir)
+                if left.problems:
+                    what = f"the read-only binds did not hold ({'; '.join(left.problems)})"
+                    _warn_once(say, what, "the runner checks and restores them instead")
+                yield TaskSandbox(left.stamp(got[0]), got[3], got[2], left)
 
 
 def _warn_once(say: Callable[[str], None], reason: str, effect: str) -> None:

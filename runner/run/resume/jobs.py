@@ -21,7 +21,7 @@ from runner.redact import Redactor
 from runner.run.agents import settled_agent_calls
 from runner.run.plan import Job, RunOptions, prepare_jobs
 from runner.run.resume.samples import with_logged_sample
-from runner.run.resume.task import check_header_names, resumed_task
+from runner.run.resume.task import check_header_names, check_task_changes, resumed_task
 from runner.run.session import Located, ResumePoint, locate_in_checkout, parent_worktree
 from runner.run.turn import answer_open_calls, logged_tool_mode
 from runner.sessionlog import SessionRecord, read_session, rebuild_messages, sessions_to_resume
@@ -82,6 +82,9 @@ def resumed_jobs(
         task = with_logged_sample(task, record.header, log)  # a sample stays that sample
         say(_paths_line(log, located, task, task.file.is_file()))
         task = options.overrides.apply(task)
+        if not getattr(args, "from_log", False):  # DESIGN 24: the task file, as the user wrote it
+            accept = bool(getattr(args, "accept_task_changes", False))
+            check_task_changes(record, task, settings, accept)
         model = args.model or str(record.header.get("model") or "") or None
         if args.model and args.model != record.header.get("model"):
             _warn(f"{log}: model drifted: was {record.header.get('model')}, now {args.model}")

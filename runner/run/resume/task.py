@@ -21,12 +21,12 @@ from runner.errors import ConfigError
 from runner.mcp import WORKSPACE, ExtensionConfig, builtin_workspace_root, workspace_extension
 from runner.redact import MASK, Redactor
 from runner.run.plan import PROMPT_TASK_DESCRIPTION
-from runner.run.session import Located
+from runner.run.session import EXECUTABLE_PARTS, Located, task_hashes
 from runner.sessionlog import SessionRecord
 from runner.settings import Settings, environ
 from runner.task import Task, TaskSpec, load_tasks
 
-__all__ = ["check_header_names", "prompt_task_file", "resumed_task"]
+__all__ = ["check_header_names", "check_task_changes", "prompt_task_file", "resumed_task"]
 
 Say = Callable[[str], None]
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
@@ -180,6 +180,27 @@ def _warn_on_drift(
         say(
             f"warning: {record.path}: task {task.name!r} drifted since the session: "
             f"{', '.join(changed)}; resuming with the task file as it is now"
+        )
+
+
+def check_task_changes(record: SessionRecord, task: Task, settings: Settings, accept: bool) -> None:
+    """Refuse (exit 2) to resume a task whose executable parts (DESIGN 24: extensions, hooks,
+    success, sandbox, permissions, tools, agents, skills) differ from the session's, unless
+    `accept`. A log from before `task_hashes` is not checked (its drift is only warned about)."""
+    recorded = record.header.get("task_hashes")
+    if not isinstance(recorded, Mapping):
+        return
+    redactor = Redactor([*settings.secret_values(), *task.secrets])
+    now = task_hashes(task, redactor.data)
+    changed = [part for part in EXECUTABLE_PARTS if recorded.get(part) != now[part]]
+    if changed and not accept:
+        raise ConfigError(
+            f"{record.path}: cannot resume task {task.name!r}: its {', '.join(changed)} "
+            f"changed since the session (in {task.file}). They decide what runs (MCP servers, "
+            "hooks, the success check, the sandbox, what the agent may call), outside the "
+            "agent's reach only if nobody but you changed them: review the task file, then pass "
+            "--accept-task-changes to resume with it as it is now (or the same --allow-tool and "
+            "--deny-tool flags as the run, when those are the difference)"
         )
 
 

@@ -3,15 +3,15 @@
 `session` runs a task: its servers, its system prompt and tools (`tools`), the log it opens with
 (`header`), the loop, the judgement of a completion (`judge`: `requirements`, the stop hooks,
 `checks`, and last a grader model's `rubric`), the outcome. `child` is one sub-agent's session,
-built from the same parts and handed to the sub-agents' executor as its `ChildRunner`. Where the
-files are: `checkout` (relative to the checkout, for a resume elsewhere), `isolation` and
-`worktree` (a task in a git worktree of its own, its change a patch).
+built from the same parts and handed to the sub-agents' executor as its `ChildRunner`.
+`isolation` runs a task in a git worktree of its own, its change a patch; the git machinery under
+it (the worktree, the checkout record, the runner's safe git) is `runner.workspace.git`.
 """
 
 from __future__ import annotations
 
-from runner.run.session.checkout import Located, locate_in_checkout
 from runner.run.session.child import run_child
+from runner.run.session.header import EXECUTABLE_PARTS, task_hashes
 from runner.run.session.isolation import (
     check_isolation,
     parent_worktree,
@@ -26,9 +26,11 @@ from runner.run.session.tools import (
     task_system_prompt,
     task_tool_lists,
 )
-from runner.run.session.worktree import repository_of
+from runner.workspace import Located, locate_in_checkout, repository_of
 
 __all__ = [
+    "EXECUTABLE_PARTS",
+    "task_hashes",
     "Located",
     "ResumePoint",
     "RunContext",

@@ -7,8 +7,10 @@ functions of the task, the model and the resume point.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,11 +27,13 @@ from runner.task import Task
 from runner.toolcall import ToolSpec
 
 __all__ = [
+    "EXECUTABLE_PARTS",
     "ResumePoint",
     "end_log",
     "error_kind",
     "opening_messages",
     "session_header",
+    "task_hashes",
     "tool_drift",
     "totals_of",
 ]
@@ -58,6 +62,34 @@ class ResumePoint:
     """Deferred tools the parent loaded with find_tools (DESIGN 28): they stay loaded."""
 
 
+EXECUTABLE_PARTS = (
+    "extensions",
+    "hooks",
+    "success",
+    "sandbox",
+    "permissions",
+    "tools",
+    "agents",
+    "skills",
+)
+"""The parts of a task that decide what runs (DESIGN 24): `resume` refuses a task whose parts
+differ from the session's (`task_hashes` in the header) unless `--accept-task-changes`."""
+
+
+def task_hashes(task: Task, mask: Callable[[Any], Any]) -> dict[str, str]:
+    """The SHA-256 of each executable part of `task` as its file says it (params filled in,
+    `${VAR}` not resolved: the same file in another environment hashes the same), after `mask`
+    (the redactor: no secret is hashed). `success` covers `check_env` too."""
+    written = mask(task.spec.model_dump(mode="json"))
+    written["success"] = {"success": written.get("success"), "check_env": written.get("check_env")}
+    return {
+        part: hashlib.sha256(
+            json.dumps(written.get(part), sort_keys=True, ensure_ascii=False).encode("utf-8")
+        ).hexdigest()
+        for part in EXECUTABLE_PARTS
+    }
+
+
 def session_header(
     task: Task,
     llm: LLM,
@@ -66,6 +98,7 @@ def session_header(
     sandbox: dict[str, Any] | None,
     system: str,
     tools: Sequence[ToolSpec],
+    mask: Callable[[Any], Any] = lambda data: data,
 ) -> dict[str, Any]:
     """The session log's header fields (the writer adds the version, ids, host and time)."""
     return {
@@ -74,6 +107,7 @@ def session_header(
         "runner_version": __version__,
         "task": task.record(),
         "task_file": str(task.file),
+        "task_hashes": task_hashes(task, mask),
         "checkout": checkout_of(task, Path.cwd()),
         "model": f"{llm.provider}:{llm.model}",
         "sandbox": sandbox,

@@ -3,7 +3,7 @@
 Before anything runs, `check_isolation` refuses (exit 2) a worktree task whose workdir is not in a
 git repository with a commit, and two tasks that would share a workdir at once (`--jobs` > 1)
 without isolation when either may write in it. `run_isolated` runs one task: a fresh worktree
-(`runner.run.session.worktree`) stands in for the workdir everywhere (tools, the workspace
+(`runner.workspace.git.worktree`) stands in for the workdir everywhere (tools, the workspace
 server, hooks, the success check), the change is written to `<out>/patches/<task>.patch` at the
 end, whatever the outcome, and the worktree is removed unless `--keep-worktrees`. The session
 log header's `checkout.isolation` records the commit and the patch, so that `resume` starts a
@@ -23,16 +23,16 @@ from runner.atomic import ARTIFACT_MODE
 from runner.errors import ConfigError, ExitCode, RunnerError
 from runner.mcp import WORKSPACE, builtin_workspace_root, policy_allows, workspace_extension
 from runner.outcome import TaskOutcome
-from runner.run.session.checkout import checkout_record
-from runner.run.session.worktree import (
+from runner.task import Task
+from runner.toolcall import ToolSpec
+from runner.workspace import (
     Worktree,
+    checkout_record,
     create_worktree,
     remove_worktree,
     repository_of,
     task_diff,
 )
-from runner.task import Task
-from runner.toolcall import ToolSpec
 
 __all__ = [
     "Isolation",
@@ -134,7 +134,7 @@ def patch_name(name: str) -> str:
 
 
 def checkout_of(task: Task, cwd: Path) -> dict[str, Any]:
-    """The session log header's `checkout` (runner.run.session.checkout), for a task in a
+    """The session log header's `checkout` (runner.workspace.git.checkout), for a task in a
     worktree with the original workdir and `isolation`: {mode, head, snapshot (the starting
     state's commit), patch (relative to --out), worktree}."""
     facts = task.isolated

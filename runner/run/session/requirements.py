@@ -10,7 +10,7 @@
   session's start.
 
 The agent can write `.git/config`, `.gitattributes` and the `.git` file, so git runs as the
-runner's own git does (`runner.run.session.gitsafe`): the git folder is recorded with the
+runner's own git does (`runner.workspace.git.gitsafe`): the git folder is recorded with the
 baseline, before the agent runs; `git add` and `write-tree` run in a shadow git folder with no
 repository config (no filter, fsmonitor or hook can run) and an index of the runner's, seeded
 from the repository's own at the start (so only files whose times changed are hashed), objects
@@ -25,16 +25,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.run.session.gitsafe import (
-    GitError,
-    GitFolder,
-    Shadow,
-    git_env,
-    record_folder,
-    run_git,
-)
 from runner.run.turn import Budget
 from runner.task import Require
+from runner.workspace import GitError, GitFolder, Shadow, git_env, record_folder, run_git
 
 __all__ = ["GitState", "change_diff", "git_state", "requirement_problem"]
 

@@ -31,12 +31,12 @@ from runner.prompt import (
     tally,
     verdict_retry,
 )
-from runner.run.session.gitsafe import GitError
 from runner.run.session.requirements import GitState, change_diff
 from runner.run.turn import Budget, LimitExceeded
 from runner.sessionlog import SessionLogWriter
 from runner.settings import Settings
 from runner.task import Rubric, Task
+from runner.workspace import GitError
 
 __all__ = ["Graded", "GraderLimit", "Grading", "failure_reason", "grade_result"]
 

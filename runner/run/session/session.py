@@ -144,7 +144,7 @@ async def run_task(
     task: Task, llm: LLM, ctx: RunContext, resume: ResumePoint | None = None
 ) -> TaskOutcome:
     """Run one task in its sandbox and return its outcome; never raises for a task-level failure."""
-    async with task_sandbox(task, ctx.settings, ctx.say) as sandbox:
+    async with task_sandbox(task, ctx.settings, ctx.say, ctx.out_dir) as sandbox:
         outcome = await _run_task(task, llm, ctx, resume, sandbox)
     return dataclasses.replace(outcome, sandbox=sandbox.final())
 
@@ -195,6 +195,9 @@ async def _run_task(
     result = state.completion.result if state.completion else ""
     if status != "interrupted" and state.log is not None and not state.log.ended:
         await end_hooks(state.hooks, status, reason)  # not on the way out after a signal
+    left = sandbox.left_behind()  # DESIGN 24: what changed is restored, and fails the task
+    if left and status != "interrupted":
+        status, kind, reason, code = "failed", "security", left, ExitCode.FAILED
     lost = end_log(state.log, status, reason, totals, result, kind)
     if lost is not None and code in (ExitCode.OK, ExitCode.FAILED, ExitCode.BUDGET):
         # The outcome stands in JUnit and the summary, but the log that backs it is incomplete.
@@ -304,9 +307,8 @@ def _open_log(
     resume: ResumePoint | None,
 ) -> None:
     sandbox = state.sandbox.record.as_json() if state.sandbox else None
-    header = session_header(
-        task, llm, ctx.run_id, resume.parent_id if resume else None, sandbox, system, tools
-    )
+    parent = resume.parent_id if resume else None
+    header = session_header(task, llm, ctx.run_id, parent, sandbox, system, tools, redactor.data)
     if records := state.auth():
         header["mcp_auth"] = [record.as_json() for record in records]
     if state.shelf.loaded:  # loaded before this session (a resume): its own resume needs them

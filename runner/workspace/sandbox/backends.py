@@ -77,6 +77,13 @@ class Sandbox:
     on PATH)."""
     proxy: NetPath | None = None
     """The allowlist proxy, the only way out when `network` is off (DESIGN 19; `netpath`)."""
+    locked: tuple[Path, ...] = ()
+    """Paths inside the writable folders that commands see read-only (DESIGN 24: the
+    repository's git folder, the run's `--out`); bubblewrap binds them, Landlock cannot (the
+    runner checks them instead)."""
+    pinned: tuple[Path, ...] = ()
+    """Paths bound onto themselves, writable: a mount point cannot be renamed or replaced (the
+    `.git` entry under `sandbox.git: writable`)."""
 
     @property
     def home(self) -> Path:
@@ -115,6 +122,8 @@ class Sandbox:
             hidden=self.hidden,
             readable=self.readable,
             filter_fd=filter_fd,
+            locked=self.locked,
+            pinned=self.pinned,
         )
 
     def to_json(self) -> str:
@@ -145,6 +154,8 @@ class Sandbox:
                 hidden=tuple(Path(p) for p in data["hidden"]),
                 readable=tuple(Path(p) for p in data["readable"]),
                 proxy=NetPath.from_json(data["proxy"]) if data.get("proxy") else None,
+                locked=tuple(Path(p) for p in data.get("locked", ())),
+                pinned=tuple(Path(p) for p in data.get("pinned", ())),
             )
         except (KeyError, TypeError, json.JSONDecodeError) as exc:
             raise ValueError(f"not a sandbox: {exc}") from None
@@ -171,6 +182,8 @@ _FIELDS = (
     "hidden",
     "readable",
     "proxy",
+    "locked",
+    "pinned",
 )
 SANDBOX_ENV = "AGENT_RUNNER_WORKSPACE_SANDBOX"
 """The variable that hands a stdio workspace server its task's sandbox (`Sandbox.to_json`)."""

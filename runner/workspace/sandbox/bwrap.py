@@ -56,9 +56,12 @@ def bwrap_argv(
     hidden: Sequence[Path],
     readable: Sequence[Path],
     filter_fd: int | None,
+    locked: Sequence[Path] = (),
+    pinned: Sequence[Path] = (),
 ) -> list[str]:
     """`command` under bubblewrap in `cwd`; `tmp` becomes `/tmp`, `read_write` (the private
-    folders, the workdir, the writable ones) stay writable."""
+    folders, the workdir, the writable ones) stay writable; inside them `pinned` are bound onto
+    themselves (they cannot be renamed) and `locked` bound read-only (DESIGN 24)."""
     # No `--new-session`: it would put bubblewrap's init and the command in a session (and a
     # process group) of their own, which the runner's kill of the command's group misses; they
     # then die only by `--die-with-parent`, which a kill during bubblewrap's start outruns
@@ -68,6 +71,7 @@ def bwrap_argv(
     argv += _namespaces(network)
     argv += _capabilities()
     argv += _mounts(tmp, network, read_write, hidden, readable)
+    argv += _locks(locked, pinned)
     argv += [] if filter_fd is None else ["--seccomp", str(filter_fd)]
     return [*argv, "--chdir", str(cwd), "--", *command]
 
@@ -107,6 +111,17 @@ def _mounts(
             argv += ["--ro-bind", str(path), str(path)]
     for path in read_write:
         argv += ["--bind", str(path), str(path)]
+    return argv
+
+
+def _locks(locked: Sequence[Path], pinned: Sequence[Path]) -> list[str]:
+    """After the writable binds: `--bind-try` and `--ro-bind-try` (a path the agent could not
+    have removed yet, but a missing one is no error)."""
+    argv: list[str] = []
+    for path in pinned:
+        argv += ["--bind-try", str(path), str(path)]
+    for path in locked:
+        argv += ["--ro-bind-try", str(path), str(path)]
     return argv
 
 

@@ -126,9 +126,9 @@ def test_a_log_from_before_the_isolation_field_is_not_drift(tmp_path: Path) -> N
 
     from runner.redact import Redactor
     from runner.run.resume.task import _warn_on_drift
-    from runner.run.session.checkout import Located
     from runner.sessionlog import SessionRecord
     from runner.settings import Settings
+    from runner.workspace.git.checkout import Located
 
     (task,) = tasks(tmp_path, {"name": "t"})
     old = json.loads(json.dumps(Redactor().data(task.record())))

@@ -10,7 +10,7 @@ import pytest
 
 from runner.run.session.requirements import change_diff, git_state
 from tests.conftest import git
-from tests.run.session.test_worktree import trapped
+from tests.workspace.git.test_worktree import trapped
 
 __all__ = ["trapped"]  # the fixture, shared with the worktree's tests
 

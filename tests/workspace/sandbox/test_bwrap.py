@@ -238,3 +238,28 @@ def test_a_resolver_under_run_is_bound_back_only_with_the_network(
     assert seen in done.stdout, done.stdout
     if seen == "run:[]":
         assert "nameserver" not in done.stdout, done.stdout
+
+
+@pytest.mark.skipif(probe("bwrap").backend != "bwrap", reason="bwrap does not work here")
+def test_locked_paths_are_read_only_and_pinned_ones_cannot_be_renamed(tmp_path: Path) -> None:
+    work = tmp_path / "w"
+    (work / "locked").mkdir(parents=True)
+    (work / "pinned").mkdir()
+    (work / "file").write_text("x\n", encoding="utf-8")
+    (tmp_path / "scratch" / "tmp").mkdir(parents=True)
+    sandbox = Sandbox(
+        "bwrap",
+        str(probe("bwrap").executable),
+        work,
+        tmp_path / "scratch",
+        locked=(work / "locked", work / "file", work / "missing"),
+        pinned=(work / "pinned",),
+    )
+    script = (
+        "touch locked/x 2>/dev/null && echo WROTE-LOCKED;"
+        " { echo y >> file; } 2>/dev/null && echo WROTE-FILE;"
+        " mv locked gone 2>/dev/null && echo MOVED-LOCKED;"
+        " mv pinned gone 2>/dev/null && echo MOVED-PINNED;"
+        " touch pinned/x && echo WROTE-PINNED; touch other && echo WROTE-OTHER"
+    )
+    assert run_confined(sandbox, script, work).split() == ["WROTE-PINNED", "WROTE-OTHER"]

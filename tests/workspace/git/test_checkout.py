@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from runner.errors import ConfigError
-from runner.run.session.checkout import checkout_record, locate_in_checkout
+from runner.workspace.git.checkout import checkout_record, locate_in_checkout
 
 
 def repo(root: Path) -> Path:

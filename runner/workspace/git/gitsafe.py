@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.errors import ConfigError, ExitCode, RunnerError
-from runner.workspace import kill_group, start_uncancelled
+from runner.workspace.sandbox import kill_group, start_uncancelled
 
 __all__ = [
     "GIT_TIMEOUT_S",

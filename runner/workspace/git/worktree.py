@@ -12,7 +12,7 @@ uncommitted changes included. The snapshot's objects stay in the repository's ob
 the snapshot again.
 
 Every `add`, `read-tree`, `apply`, `diff` and commit runs in a `Shadow`
-(`runner.run.session.gitsafe`): the minimal environment, the git folder recorded before the
+(`runner.workspace.git.gitsafe`): the minimal environment, the git folder recorded before the
 agent ran, no repository config, so no filter, hook or fsmonitor of the repository's runs, at the
 start (a checkout an earlier task in place may have written) or the end. The commands that run
 with the repository's own config (rev-parse, `worktree add --no-checkout`, `worktree prune`)
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.errors import ConfigError
-from runner.run.session.gitsafe import (
+from runner.workspace.git.gitsafe import (
     GIT_TIMEOUT_S,
     SAFE_CONFIG,
     GitError,
@@ -41,6 +41,7 @@ from runner.run.session.gitsafe import (
 )
 
 __all__ = [
+    "WORKTREE_PREFIX",
     "GitError",
     "Repository",
     "Worktree",
@@ -50,6 +51,8 @@ __all__ = [
     "task_diff",
 ]
 
+WORKTREE_PREFIX = "agent-runner-worktree-"
+"""The runner's worktrees' folder names, and so their git folders' under `worktrees/`."""
 _NO_GIT = "isolation: worktree needs git, and git is not installed (not on PATH)"
 _DIFF = ("--binary", "--no-ext-diff", "--no-textconv", "--no-color")
 _locks: dict[Path, asyncio.Lock] = {}
@@ -76,7 +79,7 @@ class Worktree:
     path: Path
     """The worktree's top folder."""
     shadow: Shadow
-    """The runner's git folder over it (see `runner.run.session.gitsafe`)."""
+    """The runner's git folder over it (see `runner.workspace.git.gitsafe`)."""
     snapshot: str
     """The commit of the task's starting state (HEAD plus the carried-over changes)."""
 
@@ -155,7 +158,7 @@ async def create_worktree(
         start = snapshot
     else:
         start = repo.head
-    path = Path(tempfile.mkdtemp(prefix="agent-runner-worktree-"))
+    path = Path(tempfile.mkdtemp(prefix=WORKTREE_PREFIX))
     async with _locks.setdefault(repo.top, asyncio.Lock()):
         await _must(
             repo.top,

@@ -1,4 +1,4 @@
-"""The runner's own git (runner.run.session.gitsafe, DESIGN 18): what its git processes see, how
+"""The runner's own git (runner.workspace.git.gitsafe, DESIGN 18): what its git processes see, how
 they end, where the repository is recorded from, and what a shadow git folder reads and writes."""
 
 from __future__ import annotations
@@ -13,8 +13,15 @@ from pathlib import Path
 import pytest
 
 from runner.errors import ConfigError
-from runner.run.session import gitsafe
-from runner.run.session.gitsafe import GitError, GitFolder, Shadow, git_env, record_folder, run_git
+from runner.workspace.git import gitsafe
+from runner.workspace.git.gitsafe import (
+    GitError,
+    GitFolder,
+    Shadow,
+    git_env,
+    record_folder,
+    run_git,
+)
 from tests.conftest import git, processes_mentioning
 from tests.fakes import forkpoint
 

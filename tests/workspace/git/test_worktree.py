@@ -1,4 +1,4 @@
-"""A task's worktree and patch (runner.run.session.worktree): the repository's programs never run.
+"""A task's worktree and patch (runner.workspace.git.worktree): the repository's programs never run.
 
 A checkout's `.git/config` may hold what an earlier task in place wrote there: a clean filter,
 an fsmonitor, a hook. Making the worktree, snapshotting it and diffing it run none of them.
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.run.session.worktree import (
+from runner.workspace.git.worktree import (
     create_worktree,
     remove_worktree,
     repository_of,
