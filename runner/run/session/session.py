@@ -6,15 +6,10 @@ import asyncio
 import contextlib
 import dataclasses
 import gc
-import time
 import traceback
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from runner.errors import ExitCode, RunnerError
-from runner.fleet import Governor
 from runner.llm import (
     LLM,
     Usage,
@@ -24,12 +19,11 @@ from runner.llm import (
 )
 from runner.mcp import McpHub, McpLimits
 from runner.outcome import Status, TaskOutcome
-from runner.prompt import RequestMeter, ToolShelf, render_sections
+from runner.prompt import RequestMeter, render_sections
 from runner.redact import Redactor
 from runner.run.agents import agent_executor, call_concurrency, offered_tools
 from runner.run.guard import (
     FindingSink,
-    HookRunner,
     TaskSandbox,
     end_hooks,
     guarded,
@@ -41,6 +35,7 @@ from runner.run.guard import (
 )
 from runner.run.session.checks import structured_result
 from runner.run.session.child import run_child
+from runner.run.session.context import RunContext, TaskState
 from runner.run.session.header import (
     ResumePoint,
     end_log,
@@ -51,93 +46,31 @@ from runner.run.session.header import (
     totals_of,
 )
 from runner.run.session.judge import agent_failure_reason, judge_completion, judging_start
-from runner.run.session.requirements import GitState
-from runner.run.session.rubric import Grading
 from runner.run.session.tools import (
     check_tool_patterns,
     offered_with_search,
     task_prompt_sections,
     task_shelf,
 )
-from runner.run.telemetry import Progress, traced_llm, traced_tools
+from runner.run.telemetry import traced_llm, traced_tools
 from runner.run.turn import (
     ANSWERED,
     AgentGaveUp,
     Budget,
     Compactor,
-    Completion,
     LimitExceeded,
     ReplyBounds,
-    RunBudget,
     WindDown,
     answer_open_calls,
     native_fields,
     native_model,
     run_loop,
 )
-from runner.sessionlog import EventStream, LogWriteError, SessionLogWriter
-from runner.settings import Settings
+from runner.sessionlog import LogWriteError, SessionLogWriter
 from runner.task import Task
 from runner.toolcall import ToolSpec
 
 __all__ = ["ResumePoint", "RunContext", "run_task"]
-
-
-@dataclass
-class RunContext:
-    """What every task of one run shares."""
-
-    settings: Settings
-    run_id: str
-    out_dir: Path
-    redactor: Redactor
-    env: dict[str, str]
-    run_budget: RunBudget = field(default_factory=RunBudget)
-    say: Callable[[str], None] = print
-    """Console output for diagnostics (already redacted by the caller's wrapper)."""
-    signal_exit: ExitCode = ExitCode.SIGINT
-    """Exit code of an interrupted task: set by the signal handler before it cancels tasks."""
-    interrupted: bool = False
-    """A signal arrived: no new task starts."""
-    models: dict[str, LLM] = field(default_factory=dict)
-    """Sub-agents' models other than their task's, by `PROVIDER:MODEL`, made on first use."""
-    progress: Progress = field(default_factory=Progress)
-    """Live progress lines on the console (runner.run.telemetry.progress); off by default."""
-    events: EventStream | None = None
-    """`--events`: where every session log's records are streamed too (sub-agents' as well)."""
-    governor: Governor | None = None
-    """The fleet's governor (DESIGN 25), also on `run_budget`; None: limits per process."""
-    fleet: dict[str, Any] | None = None
-    """The governor's figures at the end of the run, for summary.json."""
-
-
-@dataclass
-class _State:
-    log: SessionLogWriter | None = None
-    budget: Budget = field(default_factory=Budget)
-    completion: Completion | None = None
-    started: float = field(default_factory=time.monotonic)
-    early_warnings: list[str] = field(default_factory=list)
-    """Hub warnings from before the log existed (servers start first); written once it opens."""
-    check_output: str = ""
-    """The end of the last failed success check's output, for the reports."""
-    git_before: GitState | None = None
-    """The workdir's git state at the start, for `success.require.changed_files`."""
-    hooks: HookRunner | None = None
-    executor: Any = None
-    """The loop's tool executor when the task has hooks, skills or permissions (else the hub)."""
-    children: list[str] = field(default_factory=list)
-    """Session ids of the sub-agents the task started (runner.run.agents)."""
-    sandbox: TaskSandbox | None = None
-    """What confines the task's commands (runner.run.guard.sandboxing)."""
-    findings: FindingSink = field(default_factory=lambda: FindingSink(None))
-    auth: Callable[[], list[Any]] = list  # the hub's AuthRecords, restarts included (DESIGN 26)
-    grading: Grading | None = None
-    """`success.rubric`: its grader's spending and last grade (runner.run.session.rubric)."""
-    shelf: ToolShelf = field(default_factory=ToolShelf)
-    """The deferred tools and those loaded so far (DESIGN 28)."""
-    meter: RequestMeter | None = None
-    """Measures each request by part (DESIGN 28)."""
 
 
 async def run_task(
@@ -153,7 +86,7 @@ async def _run_task(
     task: Task, llm: LLM, ctx: RunContext, resume: ResumePoint | None, sandbox: TaskSandbox
 ) -> TaskOutcome:
     limits = task.spec.limits
-    state = _State(sandbox=sandbox)
+    state = TaskState(sandbox=sandbox)
     if sandbox.record.status == "degraded":
         state.early_warnings.append(sandbox.record.line())
     state.budget = Budget(limits.max_turns, limits.max_tokens, limits.max_cost_usd, ctx.run_budget)
@@ -230,7 +163,7 @@ async def _run(
     llm: LLM,
     ctx: RunContext,
     resume: ResumePoint | None,
-    state: _State,
+    state: TaskState,
     redactor: Redactor,
 ) -> tuple[Status, str, str]:
     settings = ctx.settings
@@ -300,7 +233,7 @@ def _open_log(
     task: Task,
     llm: LLM,
     ctx: RunContext,
-    state: _State,
+    state: TaskState,
     redactor: Redactor,
     system: str,
     tools: list[ToolSpec],
@@ -326,7 +259,7 @@ async def _converse(
     llm: LLM,
     ctx: RunContext,
     resume: ResumePoint | None,
-    state: _State,
+    state: TaskState,
     system: str,
     tools: list[ToolSpec],
     hub: McpHub,
@@ -438,13 +371,13 @@ def _warn(ctx: RunContext, redactor: Redactor, line: str) -> None:
     ctx.say(redactor.text(f"warning: {line}"))
 
 
-def _early_warning(state: _State, ctx: RunContext, redactor: Redactor, line: str) -> None:
+def _early_warning(state: TaskState, ctx: RunContext, redactor: Redactor, line: str) -> None:
     """A warning of the task's from before its log is open: the console now, the log later."""
     _warn(ctx, redactor, line)
     state.early_warnings.append(line)
 
 
-def _hub_event(state: _State, ctx: RunContext, redactor: Redactor, event: Any) -> None:
+def _hub_event(state: TaskState, ctx: RunContext, redactor: Redactor, event: Any) -> None:
     if event.kind in {"warning", "restart"}:
         line = f"[{event.server}] {event.message}"
         ctx.say(redactor.text(f"warning: {line}"))
