@@ -1,0 +1,120 @@
+"""Repeated tasks' rules (DESIGN 22), each pinned as a rule: the pass rate and pass@k are over
+K, the samples the task was to run (a sample that never ran counts as not passed), never over
+the samples that ran; `--fail-fast` decides a task by its own failed samples only; and
+`report merge` refuses every sample index that is not 1..K with exit 2, never a crash."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runner.errors import ExitCode
+from runner.outcome import TaskOutcome
+from runner.report import verdict_lost, verdicts
+from runner.report.repeats import verdict_json
+from runner.report.summary import summary_json
+from tests.report.samples import outcome, summary_of
+
+RunCli = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def sample(name: str, status: str, index: int, of: int, task_file: str = "t.yaml") -> TaskOutcome:
+    code = ExitCode.OK if status == "passed" else ExitCode.FAILED
+    base = outcome(name, status, task_file=task_file)  # type: ignore[arg-type]
+    return dataclasses.replace(base, exit_code=code, sample=index, of=of)
+
+
+@pytest.mark.parametrize(("ran", "k"), [(3, 5), (1, 4), (2, 3), (4, 4)])
+def test_the_pass_rate_is_over_k_not_over_the_samples_that_ran(ran: int, k: int) -> None:
+    """Every sample that ran passed; the ones that never ran count as not passed."""
+    (verdict,) = verdicts([sample("r", "passed", i, k) for i in range(1, ran + 1)], 0.0)
+    assert (verdict.samples, verdict.ran, verdict.passes) == (k, ran, ran)
+    assert verdict.pass_rate == pytest.approx(ran / k)
+    entry = verdict_json(verdict)
+    assert entry["pass_rate"] == pytest.approx(round(ran / k, 6))
+    assert entry["pass_at_k"]["1"] == pytest.approx(ran / k)
+    assert len(entry["pass_at_k"]) == len(entry["pass_hat_k"]) == k
+
+
+def test_missing_samples_fail_a_rate_the_samples_that_ran_would_meet() -> None:
+    ran = [sample("r", "passed", i, 5) for i in (1, 2, 3)]  # 3 of 5: 0.6
+    (at_rate,) = verdicts(ran, 0.6)
+    (over,) = verdicts(ran, 0.61)
+    assert (at_rate.passed, at_rate.exit_code) == (True, ExitCode.OK)
+    assert (over.passed, over.exit_code) == (False, ExitCode.FAILED)
+
+
+def test_fail_fast_counts_only_the_decided_tasks_failed_samples() -> None:
+    """K = 3 at rate 0.5: a task may lose one sample. Other tasks' failures (another name, or
+    the same name in another file) and its own passes never count against it."""
+    first = sample("a", "failed", 1, 3)
+    others = [sample("b", "failed", i, 3) for i in (1, 2, 3)]
+    others += [sample("a", "failed", i, 3, task_file="other.yaml") for i in (2, 3)]
+    passes = [sample("a", "passed", i, 3) for i in (2, 3)]
+    single = [dataclasses.replace(outcome("a", "failed"), exit_code=ExitCode.FAILED)]
+    assert not verdict_lost(first, [*others, *passes, *single], 0.5)
+    assert verdict_lost(first, [*others, sample("a", "failed", 2, 3)], 0.5)
+
+
+def test_fail_fast_counts_a_sample_once_however_often_it_is_reported() -> None:
+    first = sample("a", "failed", 1, 3)
+    assert not verdict_lost(first, [first, first], 0.5)
+
+
+def _shard(tmp_path: Path, changes: dict[str, Any]) -> tuple[Path, Path]:
+    """A junit.xml and a summary.json of task `r`'s 3 samples, the first entry changed."""
+    outcomes = [sample("r", "passed", i, 3) for i in (1, 2, 3)]
+    data = summary_json(summary_of(outcomes, exit_code=ExitCode.OK))
+    data["tasks"][0].update(changes)
+    summary = tmp_path / "summary.json"
+    summary.write_text(json.dumps(data), encoding="utf-8")
+    junit = tmp_path / "junit.xml"
+    junit.write_text('<?xml version="1.0"?><testsuites/>', encoding="utf-8")
+    return junit, summary
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"sample": 4},
+        {"sample": 7, "of": 5},
+        {"sample": 1001, "of": 1000},
+        {"sample": 0},
+        {"sample": -2},
+        {"sample": "x"},
+        {"sample": 1.5},
+        {"sample": True},
+        {"sample": [1]},
+        {"sample": 1e300},
+        {"of": 0},
+        {"of": "3"},
+        {"of": 10**9, "sample": 1},
+    ],
+    ids=repr,
+)
+def test_report_merge_refuses_a_sample_index_outside_one_to_k_with_exit_2(
+    run_cli: RunCli, tmp_path: Path, changes: dict[str, Any]
+) -> None:
+    junit, summary = _shard(tmp_path, changes)
+    done = run_cli(
+        "report", "merge", str(junit), "--summary", str(summary), "-o", str(tmp_path / "o.xml")
+    )
+    assert done.returncode == 2, done.stderr
+    assert "report merge: task 'r' claims sample" in done.stderr
+    assert "from 1 to its task's count" in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr) < 400
+
+
+def test_report_merge_takes_every_index_from_one_to_k(run_cli: RunCli, tmp_path: Path) -> None:
+    junit, summary = _shard(tmp_path, {})
+    out = tmp_path / "o.xml"
+    done = run_cli("report", "merge", str(junit), "--summary", str(summary), "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    merged = json.loads(out.with_name("summary.json").read_text(encoding="utf-8"))
+    assert merged["repeats"][0]["passes"] == merged["repeats"][0]["samples"] == 3

@@ -1,0 +1,130 @@
+"""The runner's own git (DESIGN 18) gets no secret: every secret the runner knows (the provider
+keys, GITHUB_TOKEN, every variable whose name says it is a secret, every name a task declares
+under `secrets:`) and every variable that steers git elsewhere is absent from what git and the
+programs it starts see; only PATH, LANG and TZ of the runner's are kept."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from runner.run.session.gitsafe import Shadow, git_env, record_folder, run_git
+from runner.settings import load_settings
+from tests.conftest import git
+
+pytestmark = pytest.mark.anyio
+
+SECRETS = {
+    "GITHUB_TOKEN": "ghs_github-token-0123456789",
+    "GH_TOKEN": "gho_gh-cli-token-0123456789",
+    "OPENAI_API_KEY": "sk-openai-key-0123456789",
+    "ANTHROPIC_API_KEY": "sk-ant-key-0123456789",
+    "AGENT_RUNNER_OPENAI_API_KEY": "sk-runner-openai-0123456789",
+    "AGENT_RUNNER_ANTHROPIC_API_KEY": "sk-runner-anthropic-0123456789",
+    "ACTIONS_RUNTIME_TOKEN": "actions-runtime-0123456789",
+    "ACTIONS_ID_TOKEN_REQUEST_TOKEN": "oidc-request-0123456789",
+    "AWS_SECRET_ACCESS_KEY": "aws-secret-0123456789",
+    "NPM_AUTH": "npm-auth-0123456789",
+    "DB_PASSWORD": "db-password-0123456789",
+    "SESSION_COOKIE": "cookie-0123456789",
+    "GCP_CREDENTIALS": "gcp-credential-0123456789",
+    "DEPLOY_HOOK_URL": "https://hooks.example/declared-0123456789",
+}
+"""Every kind of secret: the provider keys in both spellings, the CI's tokens, a name for each
+word `looks_secret` reads, and one only `secrets:` declares (DEPLOY_HOOK_URL)."""
+STEERING = {
+    "GIT_DIR": "/elsewhere/.git",
+    "GIT_WORK_TREE": "/elsewhere",
+    "GIT_INDEX_FILE": "/elsewhere/index",
+    "GIT_OBJECT_DIRECTORY": "/elsewhere/objects",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES": "/elsewhere/objects",
+    "GIT_CONFIG": "/elsewhere/config",
+    "GIT_CONFIG_SYSTEM": "/elsewhere/config",
+    "GIT_EXTERNAL_DIFF": "/elsewhere/diff",
+    "GIT_SSH_COMMAND": "/elsewhere/ssh",
+    "GIT_ASKPASS": "/elsewhere/askpass",
+    "SSH_ASKPASS": "/elsewhere/askpass",
+    "SSH_AUTH_SOCK": "/elsewhere/agent.sock",
+    "GIT_EXEC_PATH": "/elsewhere/libexec",
+    "GIT_TRACE": "/elsewhere/trace",
+    "LD_PRELOAD": "/elsewhere/lib.so",
+    "PYTHONPATH": "/elsewhere",
+    "XDG_CONFIG_HOME": "/elsewhere/.config",
+    "HOME": "/root-of-the-runner",
+}
+"""Variables that would point git (or what it starts) at files the runner did not choose."""
+KEPT = {"PATH": os.environ["PATH"], "LANG": "C.UTF-8", "TZ": "Europe/Paris"}
+OWN = {
+    "LC_ALL",
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "GIT_CONFIG_NOSYSTEM",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_ATTR_NOSYSTEM",
+    "GIT_NO_REPLACE_OBJECTS",
+    "GIT_TERMINAL_PROMPT",
+    "GIT_AUTHOR_NAME",
+    "GIT_AUTHOR_EMAIL",
+    "GIT_COMMITTER_NAME",
+    "GIT_COMMITTER_EMAIL",
+}
+"""What git_env sets of its own."""
+RUNNER_ENV = {**SECRETS, **STEERING, **KEPT}
+
+
+def test_every_secret_the_settings_know_is_a_secret_of_this_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The list above is the registry's: each value is one the runner masks."""
+    for name, value in RUNNER_ENV.items():
+        monkeypatch.setenv(name, value)
+    settings = load_settings({"secrets": ["DEPLOY_HOOK_URL"]})
+    assert set(SECRETS.values()) <= set(settings.secret_values())
+
+
+def test_the_environment_has_no_secret_and_nothing_that_steers_git() -> None:
+    env = git_env(RUNNER_ENV)
+    assert set(env) == set(KEPT) | OWN
+    assert {name: env[name] for name in KEPT} == KEPT
+    text = repr(env)
+    for value in [*SECRETS.values(), *STEERING.values()]:
+        assert value not in text
+
+
+@pytest.mark.parametrize("name", sorted(SECRETS))
+def test_each_secret_alone_is_left_out(name: str) -> None:
+    """One at a time, so a rule that keeps one kind (a name not said secret) cannot hide."""
+    assert git_env({**KEPT, name: SECRETS[name]}) == git_env(KEPT)
+
+
+async def test_a_program_git_starts_sees_no_secret(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q")
+    alias = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "alias.e", "GIT_CONFIG_VALUE_0": "!env"}
+    code, out, err = await run_git(tmp_path, git_env(RUNNER_ENV, **alias), "e")
+    assert code == 0, err
+    seen = dict(line.split("=", 1) for line in out.decode().splitlines() if "=" in line)
+    for value in [*SECRETS.values(), *STEERING.values()]:
+        assert value not in out.decode()
+    assert not set(SECRETS) & set(seen)
+    assert seen["LANG"] == "C.UTF-8" and seen["TZ"] == "Europe/Paris"
+
+
+async def test_the_shadow_environment_has_no_secret_either(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q")
+    (tmp_path / "a.txt").write_text("a\n", encoding="utf-8")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-q", "-m", "start")
+    folder = record_folder(tmp_path, git_env(RUNNER_ENV))
+    assert folder is not None
+    head = git(tmp_path, "rev-parse", "HEAD").strip()
+    for keep_objects in (True, False):
+        shadow = Shadow(folder, tmp_path, head, keep_objects=keep_objects)
+        try:
+            env = shadow.env(RUNNER_ENV)
+        finally:
+            shadow.close()
+        assert not set(SECRETS) & set(env)
+        for value in [*SECRETS.values(), *STEERING.values()]:
+            assert value not in repr(env)
