@@ -16,7 +16,7 @@ import pytest
 
 from runner.errors import ExitCode
 from runner.outcome import TaskOutcome
-from runner.report import verdict_lost, verdicts
+from runner.report import pass_at_k, pass_hat_k, verdict_lost, verdicts
 from runner.report.repeats import verdict_json
 from runner.report.summary import summary_json
 from tests.report.samples import outcome, summary_of
@@ -118,3 +118,25 @@ def test_report_merge_takes_every_index_from_one_to_k(run_cli: RunCli, tmp_path:
     assert done.returncode == 0, done.stderr
     merged = json.loads(out.with_name("summary.json").read_text(encoding="utf-8"))
     assert merged["repeats"][0]["passes"] == merged["repeats"][0]["samples"] == 3
+
+
+@pytest.mark.parametrize(("n", "c", "k"), [(5, -1, 1), (5, 6, 1), (5, 2, 0), (5, 2, 6)])
+def test_the_estimators_refuse_counts_outside_their_domain(n: int, c: int, k: int) -> None:
+    with pytest.raises(ValueError, match="pass@k needs"):
+        pass_at_k(n, c, k)
+    with pytest.raises(ValueError, match=r"pass\^k needs"):
+        pass_hat_k(n, c, k)
+
+
+def test_each_measure_spreads_as_its_mean_least_and_most() -> None:
+    turns = (1, 2, 6)
+    found = [
+        dataclasses.replace(
+            sample("r", "passed", i, 3),
+            totals=dataclasses.replace(outcome("r", "passed").totals, turns=t, cost_usd=t / 8),
+        )
+        for i, t in enumerate(turns, 1)
+    ]
+    entry = verdict_json(verdicts(found, 1.0)[0])
+    assert entry["turns"] == {"mean": 3.0, "min": 1.0, "max": 6.0}
+    assert entry["cost_usd"] == {"mean": 0.375, "min": 0.125, "max": 0.75}
