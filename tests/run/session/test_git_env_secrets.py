@@ -128,3 +128,59 @@ async def test_the_shadow_environment_has_no_secret_either(tmp_path: Path) -> No
         assert not set(SECRETS) & set(env)
         for value in [*SECRETS.values(), *STEERING.values()]:
             assert value not in repr(env)
+
+
+def _repo(root: Path) -> Path:
+    root.mkdir()
+    git(root, "init", "-q")
+    (root / "a.txt").write_text("a\n", encoding="utf-8")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "start")
+    return root
+
+
+def _plant_hook(repo: Path, name: str, marker: Path) -> None:
+    hook = repo / ".git" / "hooks" / name
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\n", encoding="utf-8")
+    hook.chmod(0o755)
+
+
+async def test_a_hook_the_repository_holds_never_runs(tmp_path: Path) -> None:
+    repo, marker = _repo(tmp_path / "r"), tmp_path / "hook-ran"
+    _plant_hook(repo, "post-checkout", marker)
+    git(repo, "checkout", "-q", "-b", "plain")  # plain git runs it: the hook works
+    assert marker.exists()
+    marker.unlink()
+    code, _, err = await run_git(repo, git_env(KEPT), "checkout", "-q", "-b", "guarded")
+    assert code == 0, err
+    assert not marker.exists()
+
+
+async def test_an_fsmonitor_the_repository_configures_never_runs(tmp_path: Path) -> None:
+    repo, marker = _repo(tmp_path / "r"), tmp_path / "fsmonitor-ran"
+    git(repo, "config", "core.fsmonitor", f"touch {marker}; false")
+    git(repo, "status", "--short")  # plain git runs it
+    assert marker.exists()
+    marker.unlink()
+    code, _, err = await run_git(repo, git_env(KEPT), "status", "--short")
+    assert code == 0, err
+    assert not marker.exists()
+
+
+async def test_the_runners_git_fetches_nothing_by_any_protocol(tmp_path: Path) -> None:
+    source, repo = _repo(tmp_path / "source"), _repo(tmp_path / "r")
+    for url in (str(source), f"file://{source}"):
+        code, _, err = await run_git(repo, git_env(KEPT), "fetch", "-q", url, "HEAD")
+        assert code != 0 and "not allowed" in err, err
+
+
+async def test_an_excludes_file_the_repository_configures_hides_nothing(tmp_path: Path) -> None:
+    repo, excludes = _repo(tmp_path / "r"), tmp_path / "excludes"
+    excludes.write_text("hidden.txt\n", encoding="utf-8")
+    git(repo, "config", "core.excludesFile", str(excludes))
+    (repo / "hidden.txt").write_text("the agent's change\n", encoding="utf-8")
+    assert "hidden.txt" not in git(repo, "status", "--short")  # plain git hides it
+    code, out, err = await run_git(repo, git_env(KEPT), "status", "--short")
+    assert code == 0, err
+    assert "?? hidden.txt" in out.decode()

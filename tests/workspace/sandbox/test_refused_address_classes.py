@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from runner.workspace import NetworkProxy, parse_rule
+from runner.workspace import NetworkProxy, ProxyLimits, parse_rule
 from tests.workspace.sandbox.test_proxy import AUTH, SECRET, _ask
 
 pytestmark = pytest.mark.anyio
@@ -130,4 +130,29 @@ async def test_a_literal_no_rule_names_is_refused_before_any_dial(
     proxy, network = proxy_and_network
     for literal in ("127.0.0.1", "[::1]", "169.254.169.253", "[fe80::1]"):
         assert await _through(proxy, f"{literal}:{PORT}") == "HTTP/1.1 403 Forbidden"
+    assert network.dialed == []
+
+
+def test_the_proxys_bounds_are_the_documented_ones() -> None:
+    """docs/isolation.md's bounds: 64 connections, a 16 KiB head within 10 s, 10 s to resolve
+    and connect, 120 s idle. A timeout ten times longer is a bound no one documented."""
+    assert ProxyLimits() == ProxyLimits(
+        max_connections=64,
+        max_head_bytes=16 * 1024,
+        head_timeout_s=10.0,
+        connect_timeout_s=10.0,
+        idle_timeout_s=120.0,
+    )
+
+
+@pytest.mark.parametrize("scheme", ["Bearer", "Digest", "Token", ""])
+async def test_the_right_token_under_another_scheme_than_basic_is_refused(
+    proxy_and_network: tuple[NetworkProxy, Network], scheme: str
+) -> None:
+    proxy, network = proxy_and_network
+    network.answers["public.test"] = [PUBLIC]
+    auth = AUTH.replace("Basic ", f"{scheme} " if scheme else "")
+    request = f"CONNECT public.test:{PORT} HTTP/1.1\r\n{auth}\r\n\r\n"
+    answer = await _ask(proxy, request)
+    assert answer.startswith(b"HTTP/1.1 407 "), answer
     assert network.dialed == []
