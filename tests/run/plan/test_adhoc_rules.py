@@ -1,0 +1,45 @@
+"""`run -p`'s task file (runner.run.plan.adhoc), each rule pinned: a workdir inside the
+repository that holds --out (the workdir at its root, or below it) is taken; --out where no
+file can be written is a usage error that says why; placeholders stay text."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from runner.errors import ConfigError
+from runner.run.plan import PromptTask, load_prompt_task
+from runner.settings import Settings
+
+
+@pytest.mark.parametrize("workdir", [".", "src", "src/deep"])
+def test_a_workdir_inside_the_repository_that_holds_out_is_taken(
+    tmp_path: Path, workdir: str
+) -> None:
+    repo = tmp_path / "repo"
+    (repo / "src" / "deep").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    source = PromptTask("hi", workdir=repo / workdir)
+    [task] = load_prompt_task(source, {}, Settings(), repo / "agent-runs")
+    assert task.workdir == (repo / workdir).resolve()
+
+
+def test_out_where_no_file_can_be_written_is_a_usage_error_saying_why(tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "tasks").write_text("a file where a folder goes", encoding="utf-8")
+    with pytest.raises(ConfigError) as refused:
+        load_prompt_task(PromptTask("hi", workdir=tmp_path), {}, Settings(), tmp_path / "out")
+    text = str(refused.value)
+    assert text.startswith(f"--out {tmp_path / 'out'}: cannot write the prompt's task file")
+    assert text.endswith(": Not a directory") or text.endswith(": File exists"), text
+
+
+def test_each_placeholder_is_declared_as_itself(tmp_path: Path) -> None:
+    source = PromptTask("Fix {{ issue }} and {{other.key}}.", name="p", workdir=tmp_path)
+    [task] = load_prompt_task(source, {}, Settings(), tmp_path / "out")
+    written = yaml.safe_load((tmp_path / "out" / "tasks" / "p.yaml").read_text(encoding="utf-8"))
+    assert written["params"] == {"issue": "{{ issue }}", "other.key": "{{other.key}}"}
+    assert task.prompt == "Fix {{ issue }} and {{other.key}}."
