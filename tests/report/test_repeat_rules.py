@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from runner.errors import ExitCode
+from runner.errors import ConfigError, ExitCode
 from runner.outcome import TaskOutcome
-from runner.report import pass_at_k, pass_hat_k, verdict_lost, verdicts
+from runner.report import merge_summaries, pass_at_k, pass_hat_k, verdict_lost, verdicts
 from runner.report.repeats import verdict_json
 from runner.report.summary import summary_json
 from tests.report.samples import outcome, summary_of
@@ -140,3 +140,24 @@ def test_each_measure_spreads_as_its_mean_least_and_most() -> None:
     entry = verdict_json(verdicts(found, 1.0)[0])
     assert entry["turns"] == {"mean": 3.0, "min": 1.0, "max": 6.0}
     assert entry["cost_usd"] == {"mean": 0.375, "min": 0.125, "max": 0.75}
+
+
+@pytest.mark.parametrize("signal", [ExitCode.SIGINT, ExitCode.SIGTERM])
+def test_a_verdict_that_met_its_rate_keeps_the_signal_of_an_interrupted_sample(
+    signal: ExitCode,
+) -> None:
+    stopped = dataclasses.replace(sample("r", "interrupted", 3, 3), exit_code=signal)
+    (verdict,) = verdicts([sample("r", "passed", 1, 3), sample("r", "passed", 2, 3), stopped], 0.5)
+    assert (verdict.passed, verdict.exit_code) == (True, signal)
+
+
+@pytest.mark.parametrize(
+    "changes", [{"sample": 4}, {"sample": 0}, {"sample": "1"}, {"sample": 3, "of": 2}], ids=repr
+)
+def test_merging_summaries_refuses_a_sample_index_outside_one_to_k(
+    tmp_path: Path, changes: dict[str, Any]
+) -> None:
+    """In-process, as `report merge` does it (the CLI's cases are above)."""
+    _, summary = _shard(tmp_path, changes)
+    with pytest.raises(ConfigError, match="a sample is a whole number from 1 to its task's"):
+        merge_summaries([summary], tmp_path / "out.json")
