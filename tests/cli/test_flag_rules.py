@@ -4,9 +4,11 @@ the choices. Each flag that run and resume share is on both."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from runner.cli import build_parser
+from runner.cli import build_parser, main
 
 CHOICES = {
     "--log-level": ["debug", "info", "warning", "error"],
@@ -61,3 +63,48 @@ def test_a_value_outside_a_closed_flags_set_is_a_usage_error(
         build_parser().parse_args([*words, value + "x"])
     assert stopped.value.code == 2
     assert f"invalid choice: '{value}x'" in capsys.readouterr().err
+
+
+def _usage_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """Run the CLI in this process; assert it exits 2 and return what it said on stderr."""
+    assert main(list(argv)) == 2
+    return capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flags", [("--events", "-"), ("--output", "json")])
+def test_either_stdout_flag_alone_is_taken(
+    capsys: pytest.CaptureFixture[str], flags: tuple[str, ...]
+) -> None:
+    """Only the two together are refused: alone, the run goes on to the next check."""
+    said = _usage_error(
+        capsys, "run", "-p", "hi", "--model", "openai:x", *flags, "--max-turns", "0"
+    )
+    assert "--max-turns 0" in said and "both write to stdout" not in said
+
+
+@pytest.mark.parametrize("pair", ["=v", " =v", "k", ""])
+def test_a_param_without_a_key_or_an_equals_sign_is_refused(
+    capsys: pytest.CaptureFixture[str], pair: str
+) -> None:
+    said = _usage_error(capsys, "run", "-p", "hi", "--model", "openai:x", "--param", pair)
+    assert f"--param {pair!r}: write it as KEY=VALUE" in said
+
+
+@pytest.mark.parametrize("flag", ["--workdir", "--name"])
+def test_workdir_and_name_each_go_only_with_a_prompt(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, flag: str
+) -> None:
+    said = _usage_error(capsys, "run", str(tmp_path / "t.yaml"), flag, "x")
+    assert "--workdir and --name go with -p" in said
+
+
+def test_the_name_given_names_the_prompts_task(capsys: pytest.CaptureFixture[str]) -> None:
+    said = _usage_error(capsys, "run", "-p", "hi", "--model", "openai:x", "--name", "a b")
+    assert "--name 'a b'" in said
+
+
+def test_resume_takes_logs_without_latest(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    said = _usage_error(capsys, "resume", str(tmp_path / "gone.jsonl"))
+    assert "--latest or logs" not in said and "or pass --latest" not in said
