@@ -117,3 +117,33 @@ def test_an_empty_argument_glob_means_the_empty_argument_not_any(
     assert allow.refusal(spec, {key: value}) is not None
     # The bare tool name is the rule for any argument.
     assert gate(tmp_path, deny=[spec.name]).refusal(spec, {key: value}) is not None
+
+
+@pytest.mark.parametrize(
+    ("command", "forms"),
+    [
+        ("nice -n 5 env A=1 git push", ["env A=1 git push", "git push"]),
+        ("env -u HOME -i A=1 -- git push", ["git push"]),
+        ("env - git push", ["git push"]),
+        ("env --unset=HOME git push", ["git push"]),
+        ("timeout -s KILL 5 git push", ["git push"]),
+        ("timeout --signal=KILL 5 git push", ["git push"]),
+        ("exec -a name git push", ["git push"]),
+        ("sudo -u root -- git push", ["git push"]),
+        ("stdbuf -oL git push", ["git push"]),
+        ("chrt -f 10 git push", ["git push"]),
+        ("nice a=b", ["a=b"]),  # only env reads VAR=value
+        ("nice - git push", ["- git push"]),  # only env reads a lone `-`
+        ("command -v", []),
+        ("nice", []),
+        ("git push", []),
+        ("", []),
+    ],
+)
+def test_each_precommand_form_is_read_as_written(command: str, forms: list[str]) -> None:
+    assert unwrapped(command) == forms
+
+
+def test_unwrapping_stops_after_sixteen_precommands() -> None:
+    forms = unwrapped("nice " * 20 + "git push")
+    assert len(forms) == 16 and forms[-1] == "nice " * 4 + "git push"
