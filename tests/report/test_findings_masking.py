@@ -53,3 +53,19 @@ def test_the_where_column_is_the_path_and_line_in_one_code_span() -> None:
     (line,) = [line for line in row.splitlines() if "c.py" in line]
     assert line.endswith("| ``a`b\\|c.py:7`` | T |")
     assert len(re.split(r"(?<!\\)\|", line)) == 6  # four cells between the outer pipes
+
+
+def test_a_task_that_asked_for_no_findings_beside_one_that_did_is_left_out() -> None:
+    plain = TaskOutcome(name="plain", task_file=Path("t.yaml"), status="passed")
+    table = findings_table([plain, _outcome("title")], Redactor())
+    assert "| t | error |" in table and "plain" not in table
+    assert len(finding_annotations([plain, _outcome("title")], Redactor())) == 1
+
+
+def test_a_review_body_that_cannot_be_read_is_a_usage_error(tmp_path: Path) -> None:
+    from runner.errors import ConfigError
+    from runner.report.findings import merge_reviews
+
+    for bad in (tmp_path / "missing.json", tmp_path):
+        with pytest.raises(ConfigError, match="cannot read review body"):
+            merge_reviews([bad], tmp_path / "out.json")

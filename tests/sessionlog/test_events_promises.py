@@ -6,6 +6,7 @@ stdout holds only the JSON records: every `::error` and `::add-mask` line goes t
 from __future__ import annotations
 
 import errno
+import io
 import json
 import subprocess
 import sys
@@ -124,3 +125,18 @@ def test_under_github_actions_stdout_holds_only_the_records(
     for line in done.stdout.splitlines():
         assert isinstance(json.loads(line)["record"], dict), line
     assert "::" not in done.stdout
+
+
+def test_closing_the_stream_leaves_stdout_open_and_closes_a_file(tmp_path: Path) -> None:
+    stdout = io.StringIO()
+    stream = EventStream(stdout, None)
+    stream.record("t", "s1", "{}")
+    stream.close()
+    assert (
+        not stdout.closed
+        and stdout.getvalue() == '{"task": "t", "session_id": "s1", "record": {}}\n'
+    )
+    to_file = EventStream.open(str(tmp_path / "e.jsonl"))
+    handle = to_file._handle
+    to_file.close()
+    assert handle is not None and handle.closed

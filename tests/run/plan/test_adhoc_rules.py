@@ -43,3 +43,11 @@ def test_each_placeholder_is_declared_as_itself(tmp_path: Path) -> None:
     written = yaml.safe_load((tmp_path / "out" / "tasks" / "p.yaml").read_text(encoding="utf-8"))
     assert written["params"] == {"issue": "{{ issue }}", "other.key": "{{other.key}}"}
     assert task.prompt == "Fix {{ issue }} and {{other.key}}."
+
+
+@pytest.mark.parametrize("name", ["v1.2", "fix_it", "a-b", "A9", "x" * 100])
+def test_every_character_a_name_may_hold_is_taken(tmp_path: Path, name: str) -> None:
+    [task] = load_prompt_task(
+        PromptTask("hi", name=name, workdir=tmp_path), {}, Settings(), tmp_path
+    )
+    assert task.name == name

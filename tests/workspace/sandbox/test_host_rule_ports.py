@@ -70,3 +70,11 @@ def test_the_proxy_variables_are_given_back_when_the_body_raises() -> None:
         assert unconfined_env() == {"HTTP_PROXY": "x"}
         raise RuntimeError("the task failed")
     assert unconfined_env() == {}
+
+
+@pytest.mark.parametrize("entry", [None, 5, "", "   "])
+def test_an_entry_that_is_no_text_is_a_problem_not_a_crash(entry: object) -> None:
+    from runner.workspace import rule_problems
+
+    [(index, message)] = rule_problems([entry])  # type: ignore[list-item]
+    assert index == 0 and "an empty host" in message
