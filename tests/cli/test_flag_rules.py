@@ -4,6 +4,7 @@ the choices. Each flag that run and resume share is on both."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -107,4 +108,45 @@ def test_resume_takes_logs_without_latest(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     said = _usage_error(capsys, "resume", str(tmp_path / "gone.jsonl"))
+    assert "--latest or logs" not in said and "or pass --latest" not in said
+
+
+def test_the_flags_defaults_are_the_documented_ones(tmp_path: Path) -> None:
+    args = build_parser().parse_args(["run", str(tmp_path / "t.yaml")])
+    assert (args.min_pass_rate, args.output, args.events) == (1.0, "text", None)
+    assert (args.allow_tool, args.deny_tool, args.param) == ([], [], [])
+
+
+def test_a_prompt_over_one_mebibyte_is_refused_and_one_at_it_taken(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    limit = 1024 * 1024
+    over, at = tmp_path / "over.md", tmp_path / "at.md"
+    over.write_bytes(b"x" * (limit + 1))
+    at.write_bytes(b"x" * limit)
+    said = _usage_error(capsys, "run", "--prompt-file", str(over))
+    assert f"the prompt is over {limit} bytes" in said
+    said = _usage_error(capsys, "run", "--prompt-file", str(at), "--max-turns", "0")
+    assert "--max-turns 0" in said
+
+
+def test_a_prompt_runs_in_the_workdir_given_else_here(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Each reaches the task: a missing --workdir is named; without one, the workdir is here,
+    which the --out's repository must hold."""
+    run = ("run", "-p", "hi", "--model", "openai:x")
+    said = _usage_error(capsys, *run, "--workdir", str(tmp_path / "missing"))
+    assert f"--workdir {tmp_path / 'missing'}: no such folder" in said
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    said = _usage_error(capsys, *run, "--out", str(repo / "out"))
+    assert "pass an --out inside the workdir's repository" in said
+
+
+def test_resume_latest_alone_looks_for_the_latest_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    said = _usage_error(capsys, "resume", "--latest", "--out", str(tmp_path / "none"))
     assert "--latest or logs" not in said and "or pass --latest" not in said

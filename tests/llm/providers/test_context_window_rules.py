@@ -7,8 +7,10 @@ from __future__ import annotations
 import pytest
 
 from runner.errors import ContextLengthError
-from runner.llm.base import Message
+from runner.llm.base import Message, Usage
 from runner.llm.providers.context_window import (
+    PROBE_MAX_BYTES,
+    PROBE_TIMEOUT_S,
     ContextWindow,
     ServerFacts,
     min_reply_tokens,
@@ -112,3 +114,16 @@ async def test_a_configured_window_is_strict_and_the_tables_is_not() -> None:
     table = ContextWindow("gpt-4.1", {}, None, None)
     huge = [Message("user", "x" * 4_400_000)]
     assert await table.reply_limit("", huge, 100_000) == 1_047_576 // 16
+
+
+def test_the_probes_bounds_are_the_documented_ones() -> None:
+    """docs/providers.md: both requests get 5 s together and read at most 4 MB each."""
+    assert (PROBE_TIMEOUT_S, PROBE_MAX_BYTES) == (5.0, 4_000_000)
+
+
+async def test_a_learned_window_counts_the_cached_prompt_too() -> None:
+    window = ContextWindow("local-unknown", {}, None, None)
+    planned = await window.plan("s", [Message("user", "x" * 4000)], 4096)
+    usage = Usage(input_tokens=1000, cache_read_tokens=4000, output_tokens=3192)
+    window.succeeded(planned, usage, "length")
+    assert await window.get() == 1000 + 4000 + 3192
