@@ -13,6 +13,7 @@ from runner.llm.providers.context_window import (
     PROBE_TIMEOUT_S,
     ContextWindow,
     ServerFacts,
+    context_window_of,
     min_reply_tokens,
     parse_models,
     parse_props,
@@ -127,3 +128,69 @@ async def test_a_learned_window_counts_the_cached_prompt_too() -> None:
     usage = Usage(input_tokens=1000, cache_read_tokens=4000, output_tokens=3192)
     window.succeeded(planned, usage, "length")
     assert await window.get() == 1000 + 4000 + 3192
+
+
+async def test_the_largest_success_is_remembered_not_the_last() -> None:
+    window = ContextWindow("local-unknown", {}, None, None)
+    big = await window.plan("s", [Message("user", "x" * 40_000)], 4096)
+    small = await window.plan("s", [Message("user", "x" * 400)], 4096)
+    window.succeeded(big, Usage(input_tokens=10_000, output_tokens=5), "stop")
+    window.succeeded(small, Usage(input_tokens=100, output_tokens=5), "stop")
+    middle = await window.plan("s", [Message("user", "x" * 20_000)], 4096)
+    assert window.broken_stream(middle).kind == "broken_stream"  # smaller than a success
+
+
+async def _overflow_after_a_success(window: ContextWindow, chars: int) -> int:
+    """A success, then a reasonless end on a prompt of `chars`: that prompt's tokens."""
+    first = await window.plan("s", [Message("user", "x" * 40)], 100)
+    window.succeeded(first, Usage(input_tokens=10, output_tokens=5), "stop")
+    large = await window.plan("s", [Message("user", "x" * chars)], 100)
+    window.broken_stream(large)
+    return large.prompt_tokens
+
+
+async def test_an_overflow_guess_lowers_a_larger_window_but_never_a_configured_one() -> None:
+    table = ContextWindow("gpt-4.1", {}, None, None)  # the table's 1,047,576
+    tokens = await _overflow_after_a_success(table, 40_000)
+    assert await table.get() == tokens
+    configured = ContextWindow("local", {"local": ModelInfo(context_window=50_000)}, None, None)
+    await _overflow_after_a_success(configured, 40_000)
+    assert await configured.get() == 50_000
+
+
+async def test_an_overflow_guess_never_raises_a_smaller_window() -> None:
+    """A window learned at 8,000 tokens, then a reasonless end on a prompt of ~10,000: the
+    window stays (a stream cut past it says nothing new)."""
+    window = ContextWindow("local-unknown", {}, None, None)
+    planned = await window.plan("s", [Message("user", "x" * 400)], 4096)
+    window.succeeded(planned, Usage(input_tokens=4808, output_tokens=3192), "length")
+    assert await window.get() == 8000
+    large = await window.plan("s", [Message("user", "x" * 40_000)], 100)
+    window.broken_stream(large)
+    assert await window.get() == 8000
+
+
+async def test_a_clamped_plan_counts_the_prompts_tokens_rounded_up() -> None:
+    window = ContextWindow("local", {"local": ModelInfo(context_window=16_000)}, None, None)
+    messages = [Message("user", "x" * 40_001)]
+    planned = await window.plan("", messages, 8000)
+    assert planned.prompt_tokens == -(-messages[0].chars // 4)
+    assert planned.max_tokens < 8000
+
+
+class _Asks:
+    """An LLM whose provider asks its server for the window."""
+
+    info = None
+
+    async def context_window(self) -> int:
+        return 1234
+
+
+class _Table:
+    info = ModelInfo(context_window=4321)
+
+
+async def test_the_window_of_a_model_is_its_providers_answer_else_the_tables() -> None:
+    assert await context_window_of(_Asks()) == 1234  # type: ignore[arg-type]
+    assert await context_window_of(_Table()) == 4321  # type: ignore[arg-type]
