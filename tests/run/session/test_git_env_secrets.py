@@ -184,3 +184,68 @@ async def test_an_excludes_file_the_repository_configures_hides_nothing(tmp_path
     code, out, err = await run_git(repo, git_env(KEPT), "status", "--short")
     assert code == 0, err
     assert "?? hidden.txt" in out.decode()
+
+
+async def _staged_after_add(repo: Path, *pathspec: str) -> tuple[str, bytes]:
+    """What `Shadow.add` said, and the names staged against HEAD."""
+    found = record_folder(repo, git_env(KEPT))
+    assert found is not None
+    shadow = Shadow(found, repo, git(repo, "rev-parse", "HEAD").strip())
+    try:
+        await shadow.must(KEPT, "read-tree", "HEAD")
+        said = await shadow.add(KEPT, *pathspec)
+        staged = await shadow.must(KEPT, "diff", "--cached", "--name-only", "HEAD")
+    finally:
+        shadow.close()
+    return said, staged
+
+
+async def test_a_shadows_pathspecs_are_from_the_work_trees_top_wherever_the_runner_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _repo(tmp_path / "r")
+    (repo / "sub").mkdir()
+    (repo / "top.txt").write_text("top\n", encoding="utf-8")
+    (repo / "sub" / "top.txt").write_text("below\n", encoding="utf-8")
+    monkeypatch.chdir(repo / "sub")  # the runner started below the work tree's top
+    assert await _staged_after_add(repo, "top.txt") == ("", b"top.txt\n")
+
+
+@pytest.mark.parametrize("committed", [True, False])
+async def test_an_embedded_repository_is_no_problem_of_the_add(
+    tmp_path: Path, committed: bool
+) -> None:
+    """Git warns about an embedded repository (with a commit), or cannot add one without: it
+    says so and `fatal: adding files failed`; neither is a problem the runner reports."""
+    repo = _repo(tmp_path / "r")
+    inner = repo / "inner"
+    inner.mkdir()
+    git(inner, "init", "-q")
+    if committed:
+        (inner / "x.txt").write_text("x\n", encoding="utf-8")
+        git(inner, "add", "-A")
+        git(inner, "commit", "-q", "-m", "inner")
+    (repo / "new.txt").write_text("new\n", encoding="utf-8")
+    said, staged = await _staged_after_add(repo, ".")
+    assert said == ""
+    assert staged.startswith(b"inner\n" if committed else b"new.txt") and b"new.txt" in staged
+
+
+async def test_an_embedded_repository_beside_one_without_a_commit_is_no_problem(
+    tmp_path: Path,
+) -> None:
+    """Git's exit is 1 (the one without a commit), and its warning about the other comes with
+    a page of `hint:` lines: neither is a problem of the runner's add."""
+    repo = _repo(tmp_path / "r")
+    for name, committed in (("cloned", True), ("empty", False)):
+        inner = repo / name
+        inner.mkdir()
+        git(inner, "init", "-q")
+        if committed:
+            (inner / "x.txt").write_text("x\n", encoding="utf-8")
+            git(inner, "add", "-A")
+            git(inner, "commit", "-q", "-m", "inner")
+    (repo / "new.txt").write_text("new\n", encoding="utf-8")
+    said, staged = await _staged_after_add(repo, ".")
+    assert said == ""
+    assert b"new.txt" in staged
