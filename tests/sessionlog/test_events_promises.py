@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.errors import ConfigError
 from runner.sessionlog import EventStream
 from runner.sessionlog.format import LogWriteError
 from tests.e2e.conftest import API_KEY, MODEL, RUN_TIMEOUT_S, call, clean_env, kill
@@ -140,3 +141,24 @@ def test_closing_the_stream_leaves_stdout_open_and_closes_a_file(tmp_path: Path)
     handle = to_file._handle
     to_file.close()
     assert handle is not None and handle.closed
+
+
+def test_an_events_file_that_cannot_be_opened_says_why_in_words(tmp_path: Path) -> None:
+    target = str(tmp_path / "no" / "e.jsonl")
+    with pytest.raises(ConfigError) as refused:
+        EventStream.open(target)
+    assert str(refused.value) == f"--events {target}: cannot write it: No such file or directory"
+
+
+def test_stdout_that_cannot_be_written_is_a_log_write_error_naming_it() -> None:
+    stream = EventStream(_Gone(OSError(errno.ENOSPC, "full")), None)  # type: ignore[arg-type]
+    with pytest.raises(LogWriteError, match="<stdout>"):
+        stream.record("t", "s1", "{}")
+
+
+def test_closing_a_stream_twice_is_harmless(tmp_path: Path) -> None:
+    stream = EventStream.open(str(tmp_path / "e.jsonl"))
+    stream.close()
+    stream.close()
+    stream.record("t", "s1", "{}")  # after the end: nothing, no error
+    assert (tmp_path / "e.jsonl").read_text(encoding="utf-8") == ""
