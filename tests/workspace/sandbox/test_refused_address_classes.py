@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from runner.workspace import NetworkProxy, ProxyLimits, parse_rule
-from tests.workspace.sandbox.test_proxy import AUTH, SECRET, _ask
+from runner.workspace import Connection, NetworkProxy, ProxyLimits, parse_rule
+from tests.workspace.sandbox.test_proxy import AUTH, SECRET, _ask, _until
 
 pytestmark = pytest.mark.anyio
 PORT = 8443
@@ -155,4 +155,22 @@ async def test_the_right_token_under_another_scheme_than_basic_is_refused(
     request = f"CONNECT public.test:{PORT} HTTP/1.1\r\n{auth}\r\n\r\n"
     answer = await _ask(proxy, request)
     assert answer.startswith(b"HTTP/1.1 407 "), answer
+    assert network.dialed == []
+
+
+async def test_a_client_that_leaves_mid_head_is_a_failed_connection_event(
+    proxy_and_network: tuple[NetworkProxy, Network],
+) -> None:
+    proxy, network = proxy_and_network
+    events: list[Connection] = []
+    proxy.listener = events.append
+    assert proxy.port is not None
+    reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+    writer.write(f"CONNECT public.test:{PORT} HTTP/1.1\r\n".encode())  # no blank line: cut
+    writer.write_eof()
+    assert await asyncio.wait_for(reader.read(), 10) == b""
+    writer.close()
+    await asyncio.wait_for(_until(lambda: bool(events)), 10)  # recorded as the proxy's side ends
+    (event,) = events
+    assert (event.allowed, event.reason) == (False, "connection failed: IncompleteReadError")
     assert network.dialed == []
