@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from runner.errors import ConfigError, ExitCode
+from runner.errors import ConfigError, ExitCode, worst_exit_code
 from runner.outcome import TaskOutcome
 from runner.report import merge_summaries, pass_at_k, pass_hat_k, verdict_lost, verdicts
-from runner.report.repeats import verdict_json
+from runner.report.repeats import sample_key, verdict_json
 from runner.report.summary import summary_json
 from tests.report.samples import outcome, summary_of
 
@@ -161,3 +161,47 @@ def test_merging_summaries_refuses_a_sample_index_outside_one_to_k(
     _, summary = _shard(tmp_path, changes)
     with pytest.raises(ConfigError, match="a sample is a whole number from 1 to its task's"):
         merge_summaries([summary], tmp_path / "out.json")
+
+
+def test_a_summary_entry_is_keyed_by_name_file_and_sample() -> None:
+    assert sample_key({"name": "a", "file": "f.yaml", "sample": 2}) == ("a", "f.yaml", 2)
+    assert sample_key({"name": "a", "file": "f.yaml", "sample": None}) == ("a", "f.yaml", 0)
+    assert sample_key({"name": "a", "file": "f.yaml"}) == ("a", "f.yaml", 0)
+
+
+def _merged_code(tmp_path: Path, shards: list[tuple[str, int]]) -> int:
+    """The merged exit code of shards, each (`p`/`f` per sample of task r of K, exit code)."""
+    k = sum(len(statuses) for statuses, _ in shards)
+    paths, first = [], 1
+    for n, (statuses, code) in enumerate(shards):
+        found = [
+            sample("r", "passed" if s == "p" else "failed", i, k)
+            for i, s in enumerate(statuses, first)
+        ]
+        first += len(statuses)
+        data = summary_json(summary_of(found, exit_code=ExitCode(code)))
+        path = tmp_path / f"{n}.json"
+        path.write_text(json.dumps(data), encoding="utf-8")
+        paths.append(path)
+    merge_summaries(paths, tmp_path / "out.json")
+    return int(json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))["exit_code"])
+
+
+def test_a_shards_usage_error_counts_when_every_task_passed(tmp_path: Path) -> None:
+    assert _merged_code(tmp_path, [("pp", 0), ("p", 0)]) == 0
+    assert _merged_code(tmp_path, [("pp", 0), ("p", 2)]) == 2
+    assert _merged_code(tmp_path, [("ff", 1), ("f", 2)]) == int(
+        worst_exit_code([ExitCode.FAILED, ExitCode.USAGE])
+    )
+
+
+def test_a_failed_samples_unknown_exit_code_counts_as_internal(tmp_path: Path) -> None:
+    outcomes = [sample("r", "passed", 1, 2), sample("r", "failed", 2, 2)]
+    data = summary_json(summary_of(outcomes, exit_code=ExitCode.FAILED))
+    for value in (None, "x", [1], 99):
+        data["tasks"][1]["exit_code"] = value
+        path = tmp_path / "s.json"
+        path.write_text(json.dumps(data), encoding="utf-8")
+        merge_summaries([path], tmp_path / "out.json")
+        merged = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
+        assert merged["repeats"][0]["exit_code"] == int(ExitCode.INTERNAL), value

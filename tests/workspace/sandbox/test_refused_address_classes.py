@@ -50,6 +50,8 @@ class Network:
 
     answers: dict[str, list[str]] = field(default_factory=dict)
     dialed: list[tuple[str, int]] = field(default_factory=list)
+    silent: set[str] = field(default_factory=set)
+    """Addresses whose connect never answers."""
 
 
 def _info(address: str, port: int) -> tuple[Any, ...]:
@@ -66,7 +68,8 @@ async def proxy_and_network() -> AsyncIterator[tuple[NetworkProxy, Network]]:
     loop = asyncio.get_running_loop()
     real_connect = loop.create_connection
     rules = [parse_rule(f"*.test:{PORT}"), parse_rule(f"169.254.169.254:{PORT}")]
-    async with NetworkProxy(rules, SECRET, resolve={}) as proxy:
+    limits = ProxyLimits(connect_timeout_s=0.5)
+    async with NetworkProxy(rules, SECRET, limits=limits, resolve={}) as proxy:
 
         async def resolve(host: str, port: int, **_: object) -> list[tuple[Any, ...]]:
             return [_info(address, port) for address in network.answers[host]]
@@ -75,6 +78,8 @@ async def proxy_and_network() -> AsyncIterator[tuple[NetworkProxy, Network]]:
             if (host, port) == ("127.0.0.1", proxy.port):  # the test's own client
                 return await real_connect(factory, host, port, **kwargs)
             network.dialed.append((host, port))
+            if host in network.silent:
+                await asyncio.Event().wait()  # until the proxy's connect limit cancels it
             raise ConnectionRefusedError(111, "refused by the test's network")
 
         loop.getaddrinfo = resolve  # type: ignore[assignment,method-assign]
@@ -174,3 +179,16 @@ async def test_a_client_that_leaves_mid_head_is_a_failed_connection_event(
     (event,) = events
     assert (event.allowed, event.reason) == (False, "connection failed: IncompleteReadError")
     assert network.dialed == []
+
+
+async def test_a_host_that_never_answers_is_a_502_at_the_connect_limit(
+    proxy_and_network: tuple[NetworkProxy, Network],
+) -> None:
+    proxy, network = proxy_and_network
+    events: list[Connection] = []
+    proxy.listener = events.append
+    network.answers["silent.test"] = [PUBLIC]
+    network.silent.add(PUBLIC)
+    assert await _through(proxy, f"silent.test:{PORT}") == "HTTP/1.1 502 Bad Gateway"
+    await asyncio.wait_for(_until(lambda: bool(events)), 10)
+    assert events[0].reason == f"cannot reach silent.test:{PORT}"
