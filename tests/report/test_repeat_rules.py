@@ -152,7 +152,9 @@ def test_a_verdict_that_met_its_rate_keeps_the_signal_of_an_interrupted_sample(
 
 
 @pytest.mark.parametrize(
-    "changes", [{"sample": 4}, {"sample": 0}, {"sample": "1"}, {"sample": 3, "of": 2}], ids=repr
+    "changes",
+    [{"sample": 4}, {"sample": 0}, {"sample": "1"}, {"sample": True}, {"sample": 3, "of": 2}],
+    ids=repr,
 )
 def test_merging_summaries_refuses_a_sample_index_outside_one_to_k(
     tmp_path: Path, changes: dict[str, Any]
@@ -205,3 +207,26 @@ def test_a_failed_samples_unknown_exit_code_counts_as_internal(tmp_path: Path) -
         merge_summaries([path], tmp_path / "out.json")
         merged = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
         assert merged["repeats"][0]["exit_code"] == int(ExitCode.INTERNAL), value
+
+
+def _merged_repeat(tmp_path: Path, entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The merged `repeats` entry of task r's samples, each sample's entry changed as given."""
+    outcomes = [sample("r", "passed", i, len(entries)) for i in range(1, len(entries) + 1)]
+    data = summary_json(summary_of(outcomes, exit_code=ExitCode.OK))
+    for task, changes in zip(data["tasks"], entries, strict=True):
+        task.update(changes)
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    merge_summaries([path], tmp_path / "out.json")
+    merged = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
+    return dict(merged["repeats"][0])
+
+
+def test_a_measure_that_is_no_count_merges_as_zero(tmp_path: Path) -> None:
+    bad = [{"turns": True}, {"turns": -3}, {"turns": "7"}, {"turns": 4}]
+    assert _merged_repeat(tmp_path, bad)["turns"] == {"mean": 1.0, "min": 0.0, "max": 4.0}
+
+
+def test_merged_samples_keep_their_sessions_and_none_is_no_session(tmp_path: Path) -> None:
+    entries = [{"session_id": "s-1"}, {"session_id": None}, {"session_id": "s-3"}]
+    assert _merged_repeat(tmp_path, entries)["session_ids"] == ["s-1", "s-3"]
