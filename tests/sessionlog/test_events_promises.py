@@ -162,3 +162,41 @@ def test_closing_a_stream_twice_is_harmless(tmp_path: Path) -> None:
     stream.close()
     stream.record("t", "s1", "{}")  # after the end: nothing, no error
     assert (tmp_path / "e.jsonl").read_text(encoding="utf-8") == ""
+
+
+def test_events_dash_streams_to_stdout_with_the_task_name_as_written(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    stream = EventStream.open("-")
+    stream.record("tâche ✓", "s1", '{"text": "déjà"}')
+    stream.close()
+    out = capsys.readouterr().out
+    assert out == '{"task": "tâche ✓", "session_id": "s1", "record": {"text": "déjà"}}\n'
+
+
+def test_a_lone_surrogate_does_not_end_the_stream(tmp_path: Path) -> None:
+    """JSON allows `"\\ud83d"` alone; the file gets it escaped, and the stream goes on."""
+    stream = EventStream.open(str(tmp_path / "e.jsonl"))
+    stream.record("t", "s1", '{"text": "\ud83d"}')
+    stream.record("t", "s1", '{"text": "after"}')
+    stream.close()
+    lines = (tmp_path / "e.jsonl").read_text(encoding="utf-8").splitlines()
+    assert (
+        len(lines) == 2
+        and "\\ud83d" in lines[0]
+        and json.loads(lines[1])["record"]["text"] == "after"
+    )
+
+
+def test_an_events_file_is_utf8_under_an_ascii_locale(tmp_path: Path) -> None:
+    target = tmp_path / "e.jsonl"
+    code = (
+        "from runner.sessionlog import EventStream\n"
+        f"s = EventStream.open({str(target)!r})\n"
+        "s.record('t', 's1', '{\"text\": \"d\\u00e9j\\u00e0\"}')\n"
+        "s.close()\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=60)
+    assert "déjà" in target.read_bytes().decode("utf-8")
