@@ -132,6 +132,7 @@ def test_an_empty_argument_glob_means_the_empty_argument_not_any(
         ("sudo -u root -- git push", ["git push"]),
         ("stdbuf -oL git push", ["git push"]),
         ("chrt -f 10 git push", ["git push"]),
+        ("nice -- -x git push", ["-x git push"]),  # `--` ends the options
         ("nice a=b", ["a=b"]),  # only env reads VAR=value
         ("nice - git push", ["- git push"]),  # only env reads a lone `-`
         ("command -v", []),
