@@ -125,6 +125,7 @@ def test_an_empty_argument_glob_means_the_empty_argument_not_any(
         ("nice -n 5 env A=1 git push", ["env A=1 git push", "git push"]),
         ("env -u HOME -i A=1 -- git push", ["git push"]),
         ("env - git push", ["git push"]),
+        ("env -i - A=1 git push", ["git push"]),
         ("env --unset=HOME git push", ["git push"]),
         ("timeout -s KILL 5 git push", ["git push"]),
         ("timeout --signal=KILL 5 git push", ["git push"]),
