@@ -51,3 +51,17 @@ def test_every_character_a_name_may_hold_is_taken(tmp_path: Path, name: str) -> 
         PromptTask("hi", name=name, workdir=tmp_path), {}, Settings(), tmp_path
     )
     assert task.name == name
+
+
+def test_a_missing_workdir_is_refused_by_name(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="--workdir .*gone: no such folder"):
+        load_prompt_task(PromptTask("hi", workdir=tmp_path / "gone"), {}, Settings(), tmp_path)
+
+
+def test_the_task_file_reads_as_written_keys_in_order_and_text_as_is(tmp_path: Path) -> None:
+    source = PromptTask("Répare {{ x }} — vite.", name="p", workdir=tmp_path)
+    load_prompt_task(source, {}, Settings(), tmp_path / "out")
+    text = (tmp_path / "out" / "tasks" / "p.yaml").read_text(encoding="utf-8")
+    keys = [line.split(":", 1)[0] for line in text.splitlines() if not line.startswith(" ")]
+    assert keys == ["name", "description", "prompt", "workdir", "params"]
+    assert "Répare {{ x }} — vite." in text
