@@ -54,7 +54,7 @@ def test_every_character_a_name_may_hold_is_taken(tmp_path: Path, name: str) -> 
 
 
 def test_a_missing_workdir_is_refused_by_name(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="--workdir .*gone: no such folder"):
+    with pytest.raises(ConfigError, match=r"--workdir .*gone: no such folder"):
         load_prompt_task(PromptTask("hi", workdir=tmp_path / "gone"), {}, Settings(), tmp_path)
 
 
