@@ -65,3 +65,21 @@ def test_the_task_file_reads_as_written_keys_in_order_and_text_as_is(tmp_path: P
     keys = [line.split(":", 1)[0] for line in text.splitlines() if not line.startswith(" ")]
     assert keys == ["name", "description", "prompt", "workdir", "params"]
     assert "Répare {{ x }} — vite." in text
+
+
+@pytest.mark.parametrize("out", [".", "agent-runs"])
+def test_a_workdir_outside_the_repository_holding_out_is_named_with_both(
+    tmp_path: Path, out: str
+) -> None:
+    """--out inside the repository, or the repository's own folder: the message names the
+    workdir, the repository and --out."""
+    repo, elsewhere = tmp_path / "repo", tmp_path / "elsewhere"
+    repo.mkdir()
+    elsewhere.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    with pytest.raises(ConfigError) as refused:
+        load_prompt_task(PromptTask("hi", workdir=elsewhere), {}, Settings(), repo / out)
+    assert str(refused.value).startswith(
+        f"--workdir {elsewhere.resolve()} is outside the git repository {repo.resolve()} "
+        f"that holds --out {repo / out}; "
+    )
