@@ -85,14 +85,20 @@ def findings_table(outcomes: Sequence[TaskOutcome], redactor: Redactor) -> str:
     if not found:
         return head
     rows = [
-        f"| {_cell(redactor.text(o.name), 80)} | {f.severity} | "
-        f"{_code(redactor.text(f'{f.path}:{f.line}'), 200)} | {_cell(redactor.text(f.title))} |\n"
+        f"| {_cell(redactor.text(o.name), 80)} | {f.severity} | {_where(f, redactor)} | "
+        f"{_cell(redactor.text(f.title))} |\n"
         for o, f in found[:_TABLE_ROWS]
     ]
     more = len(found) - len(rows)
     note = f"\n{more} more in findings.sarif.\n" if more else ""
     table = "| Task | Severity | Where | Finding |\n| --- | --- | --- | --- |\n"
     return head + table + "".join(rows) + note + "\n"
+
+
+def _where(finding: Finding, redactor: Redactor) -> str:
+    """`path:line` as a table cell's code span: GitHub splits a row at every `|` not escaped,
+    inside a code span too."""
+    return _code(redactor.text(f"{finding.path}:{finding.line}"), 200).replace("|", "\\|")
 
 
 def _safe(text: str) -> str:

@@ -169,7 +169,10 @@ def verdict_lost(outcome: TaskOutcome, done: Iterable[TaskOutcome], min_pass_rat
     leave too few to reach the rate (what `--fail-fast` stops at)."""
     if not outcome.of:
         return True
-    same = {o.sample for o in done if o.of and o.name == outcome.name and o.status != "passed"}
+    task = (outcome.name, outcome.task_file)  # a task is its name in its file (sample_groups)
+    same = {
+        o.sample for o in done if o.of and (o.name, o.task_file) == task and o.status != "passed"
+    }
     failures = len(same | {outcome.sample})
     return not passes_rate(outcome.of - failures, outcome.of, min_pass_rate)
 
@@ -279,13 +282,25 @@ def _number(entry: Mapping[str, Any], key: str) -> float:
     return float(value)
 
 
+def _index(entry: Mapping[str, Any], key: str) -> int:
+    """A sample index or count as written: 0 when absent, -1 when not a whole number."""
+    value = entry.get(key)
+    if value is None:
+        return 0
+    return value if isinstance(value, int) and not isinstance(value, bool) else -1
+
+
 def _entry_outcome(entry: Mapping[str, Any]) -> TaskOutcome:
     """A summary.json task entry as far as a verdict needs it (the entry is untrusted input)."""
-    of, sample = int(_number(entry, "of")), int(_number(entry, "sample"))
-    if of > MAX_REPEAT or sample > of:
+    of, sample = _index(entry, "of"), _index(entry, "sample")
+    # A repeated task's sample is 1..K; a task run once has none (0). Anything else (a sample
+    # past its count, 0 or negative, not a whole number) would count passes over K.
+    if not 0 <= of <= MAX_REPEAT or not (1 <= sample <= of if of else sample == 0):
+        shown = [str(entry.get(key))[:20] for key in ("sample", "of")]
         raise ConfigError(
-            f"report merge: task {str(entry.get('name'))[:100]!r} claims sample {sample} of "
-            f"{of}; a summary has at most {MAX_REPEAT} samples of a task"
+            f"report merge: task {str(entry.get('name'))[:100]!r} claims sample {shown[0]} of "
+            f"{shown[1]}; a sample is a whole number from 1 to its task's count, and a summary "
+            f"has at most {MAX_REPEAT} samples of a task"
         )
     status = entry.get("status")
     tokens = int(_number(entry, "tokens"))

@@ -5,11 +5,13 @@ that spelling does not slip past a rule: a path is also matched as its real path
 workdir (`./.github/x`, `src/../.github/x` and a symlink into `.github` all count as
 `.github/x`), and a command is also matched as each simple command inside it
 (`runner.run.guard.commandline`: `cd x && git push` and `echo $(git push)` hold `git push`),
-quotes removed, runs of spaces collapsed and leading `VAR=value` assignments dropped. Deny rules
-match when any form matches. Allow rules must match the real path, or, for a command, the one
-simple command it is (DESIGN 18): a command with a redirection, a pipe, a list (`;`, `&&`, `||`,
-`&`, a newline), a subshell, a substitution, an assignment prefix, or one that cannot be read, is
-never allowed by an allow rule. This guards against mistakes, not against a determined agent: the
+quotes removed, runs of spaces collapsed and leading `VAR=value` assignments dropped, and for
+deny rules also as the command a precommand runs (`nice -n 5 git push`, `env A=1 git push`:
+`runner.run.guard.precommand`). Deny rules match when any form matches. Allow rules must
+match the real path, or, for a command, the one simple command it is (DESIGN 18): a command
+with a redirection, a pipe, a list (`;`, `&&`, `||`, `&`, a newline), a subshell, a
+substitution, an assignment prefix, or one that cannot be read, is never allowed by an allow
+rule. This guards against mistakes, not against a determined agent: the
 sandbox is the security boundary (DESIGN section 15).
 """
 
@@ -25,6 +27,7 @@ from typing import Any
 
 from runner.errors import ConfigError
 from runner.run.guard.commandline import split_command
+from runner.run.guard.precommand import unwrapped
 from runner.task import Permissions, Rule, unmatched_rules
 from runner.toolcall import ToolSpec
 from runner.workspace import DESCRIPTIONS
@@ -108,7 +111,9 @@ class PermissionGate:
             line = split_command(text)
             whole = " ".join(text.split())
             plain = line.plain
-            return {text, whole, *_pieces(text), *line.commands}, [plain] if plain else []
+            simple = {*_pieces(text), *line.commands}
+            inner = {form for command in simple for form in unwrapped(command)}
+            return {text, whole, *simple, *inner}, [plain] if plain else []
         if key == "path" and spec.server == "workspace":
             real = self._real(text)
             plain = posixpath.normpath(text).removeprefix("./") if text else text

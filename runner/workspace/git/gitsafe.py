@@ -248,7 +248,7 @@ class Shadow:
         problems = [
             line
             for line in _without_ignored_notice(err.splitlines())
-            if not line.startswith("warning:")
+            if not line.startswith(("warning:", "hint:"))  # an embedded repository's page
             and not line.endswith("does not have a commit checked out")
             and line != "fatal: adding files failed"
         ]
