@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.run.session.gitsafe import Shadow, git_env, record_folder, run_git
 from runner.settings import load_settings
+from runner.workspace.git.gitsafe import Shadow, git_env, record_folder, run_git
 from tests.conftest import git
 
 pytestmark = pytest.mark.anyio
