@@ -21,6 +21,8 @@ __all__ = ["MAX_OUTPUT", "parse_token_output", "run_command"]
 MAX_OUTPUT = 64 * 1024
 """The most bytes of output read from a command; more is a failure."""
 _STDERR_TAIL = 300
+_DRAIN_S = 5.0
+"""How long a stopped command's pipes may take to close."""
 
 
 async def run_command(
@@ -51,8 +53,11 @@ async def run_command(
     finally:
         if process.returncode is None:  # timed out, too talkative, or the run was cancelled
             _kill(process)
-            with contextlib.suppress(Exception):
-                await asyncio.shield(process.wait())
+        # Read the pipes to their end: one left paused with unread output (a command stopped
+        # for printing too much) never reports its end, and `wait()` would wait for ever. A
+        # process outside the group that still holds a pipe is given a few seconds, no more.
+        with contextlib.suppress(Exception):
+            await asyncio.shield(asyncio.wait_for(_drained(process), _DRAIN_S))
     tail = err.decode("utf-8", "replace").strip()[-_STDERR_TAIL:]
     said = f"; its stderr ends with: {tail!r}" if tail else ""
     if code != 0:
@@ -78,8 +83,24 @@ async def _bounded(process: asyncio.subprocess.Process) -> tuple[bytes, bytes]:
                 raise _TooMuch
         return data
 
-    out, err = await asyncio.gather(read(process.stdout), read(process.stderr))
+    reads = [
+        asyncio.ensure_future(read(process.stdout)),
+        asyncio.ensure_future(read(process.stderr)),
+    ]
+    try:
+        out, err = await asyncio.gather(*reads)
+    finally:
+        for pending in reads:  # one stream's failure stops the other's read too
+            pending.cancel()
     return out, err
+
+
+async def _drained(process: asyncio.subprocess.Process) -> None:
+    """Discard what is left on the command's pipes until they close, then reap it."""
+    for stream in (process.stdout, process.stderr):
+        while stream is not None and await stream.read(65536):
+            pass
+    await process.wait()
 
 
 def _kill(process: asyncio.subprocess.Process) -> None:
