@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from runner.prompt import REQUEST_OPENING
 from tests.conftest import REPO, git
@@ -519,3 +520,32 @@ def test_no_secret_reaches_the_grader_or_the_reports(runs: dict[str, Done]) -> N
         if path.is_file():
             assert TOKEN not in path.read_text(encoding="utf-8", errors="replace"), path
     assert done.task()["grade"]["criteria"][0]["reasons"] == ["it leaks ***"]
+
+
+def test_a_grader_call_the_fleets_cap_cannot_hold_is_not_sent(tmp_path: Path) -> None:
+    """DESIGN 25: the grader's worst case is reserved against the fleet's cap like the agent's
+    calls. Here the agent's call fits the cap and the dear grader's cannot: it is never sent."""
+    state = tmp_path / "fleet.json"
+    grader = "openai:judge-dear"
+    scenario = Scenario(
+        task=rubric_task(grader=grader),
+        steps=[complete("calc.py has add() and sub().", input_tokens=100, output_tokens=10)],
+        routes=grader_routes(verdict(True, True)),
+        extra_files={
+            "agent-runner.yaml": yaml.safe_dump(
+                {
+                    "models": {
+                        "judge-dear": {"input_usd_per_mtok": 100.0, "output_usd_per_mtok": 1000.0}
+                    },
+                    "governor": {"url": f"file://{state}", "run": "rubric", "max_cost_usd": 1.0},
+                }
+            )
+        },
+    )
+    done = start(scenario, tmp_path / "run").wait()
+    assert done.code == 5, done.explain()
+    task = done.task()
+    assert (task["status"], task["kind"]) == ("budget_exceeded", "run_cost")
+    assert "the rubric's grader was not called" in task["reason"]
+    assert grader_calls(done) == []
+    assert len(agent_calls(done)) == 1  # no final report asked for

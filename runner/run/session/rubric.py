@@ -6,7 +6,8 @@ call of the grader (temperature 0 where the API takes it) with the request of
 as data, secrets masked. A malformed verdict is asked for once more, then the vote fails every
 criterion. The grader is made through the provider registry and retried as every model call is;
 one that stays unreachable ends the task with exit 4. Its cost is charged to the task's and the
-run's budget (and reported apart); no grader call starts once the task's `max_cost_usd`, the
+run's budget (and reported apart), and held against the fleet's cap before it is sent, as every
+model call is (DESIGN 25); no grader call starts once the task's `max_cost_usd`, the
 run's cap or the rubric's own `max_cost_usd` is spent, and a grading that reaches one of them
 ends the task as budget_exceeded.
 """
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from runner.errors import ProviderError
-from runner.llm import LLM, Message, RetryEvent, cost_usd, create_llm
+from runner.llm import CHARS_PER_TOKEN, LLM, Message, RetryEvent, Usage, cost_usd, create_llm
 from runner.outcome import CriterionGrade, Grade
 from runner.prompt import (
     CriterionTally,
@@ -199,11 +200,21 @@ async def _call(grading: Grading, llm: LLM, system: str, messages: list[Message]
         reason = f"the rubric's grader: {event.reason}"
         log.retry(budget.turns, event.attempt, reason, event.status, event.wait_s)
 
+    # Held against the fleet's cap like any model call (DESIGN 25; None: no governor).
+    prompt = (len(system) + sum(len(m.content) for m in messages)) // CHARS_PER_TOKEN
+    try:
+        worst = cost_usd(Usage(prompt, budget.reserve_output_tokens), llm.info)
+        ticket = await budget.fleet_reserve(worst)
+    except LimitExceeded as refused:  # the grader's result is not in: no final report either
+        raise GraderLimit(refused.kind, f"{refused}; the rubric's grader was not called") from None
+    cost = 0.0
     try:
         reply = await llm.complete(system, messages, on_retry=retried)
+        cost = cost_usd(reply.usage, llm.info)
     except ProviderError as error:
         raise ProviderError(f"the rubric's grader {grading.rubric.grader}: {error}") from error
-    cost = cost_usd(reply.usage, llm.info)
+    finally:
+        await budget.fleet_settle(ticket, cost)
     budget.charge(reply.usage, cost)
     grading.spent_usd += cost
     return reply.text
