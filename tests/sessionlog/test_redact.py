@@ -121,11 +121,19 @@ def test_a_secret_the_model_put_in_a_nested_argument_key_is_masked_in_the_log(
     assert secret not in w.path.read_text(encoding="utf-8")
 
 
-def test_a_secret_registered_at_run_time_is_masked_by_redactors_built_before_it() -> None:
+def test_a_secret_registered_at_run_time_is_masked_by_redactors_built_before_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # An OAuth token obtained mid-run (DESIGN 26): every redactor of the process masks it.
     import uuid
 
+    from runner import redact
     from runner.redact import register_secrets
+
+    # The registry is the process's: the test's secret must not mask what later tests of this
+    # worker write (a Redactor without secrets would no longer be empty).
+    monkeypatch.setattr(redact, "_RUNTIME", set())
+    monkeypatch.setattr(redact, "_RUNTIME_VERSION", [redact._RUNTIME_VERSION[0] + 1])
 
     early = Redactor(["given-secret-1"])
     child = early.with_secrets(["child-secret-1"])
