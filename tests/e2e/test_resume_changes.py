@@ -10,6 +10,7 @@ A log from before the hashes resumes as it did.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +84,7 @@ def test_a_log_from_before_the_hashes_resumes_with_a_drift_warning(tmp_path: Pat
         "tools",
         "agents",
         "skills",
+        "config",
     }
     del header["task_hashes"]
     log.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n", encoding="utf-8")
@@ -91,3 +93,43 @@ def test_a_log_from_before_the_hashes_resumes_with_a_drift_warning(tmp_path: Pat
     done = run_all({"t": again}, tmp_path)["t"]
     assert done.code == 0, done.explain()
     assert "drifted since the session: tools" in done.stderr, done.stderr
+
+
+def _config_changes(mark: Path) -> dict[str, str]:
+    """What an agent that may write `./agent-runner.yaml` (it sits in the repository) would add:
+    each reaches every task, so each is a change of the `config` part."""
+    run = f"echo ran >> {mark}"
+    return {
+        "an MCP server": f"extensions:\n  evil:\n    cmd: sh\n    args: ['-c', '{run}']\n",
+        "a hook": f"hooks:\n  session_start:\n    - run: '{run}'\n",
+        "an agent": "agents:\n  helper:\n    description: d\n    prompt: p\n",
+        "a weaker sandbox": "sandbox:\n  network: true\n",
+    }
+
+
+@pytest.mark.parametrize("change", ["an MCP server", "a hook", "an agent", "a weaker sandbox"])
+def test_resume_refuses_when_the_config_file_gained_what_runs(tmp_path: Path, change: str) -> None:
+    mark = tmp_path / "t" / "w" / "mark"
+    first = run_all({"t": Scenario(task=BASE, steps=[GIVE_UP])}, tmp_path)["t"]
+    assert first.code == 1, first.explain()
+    config = {"agent-runner.yaml": _config_changes(mark)[change]}
+    again = Scenario(task=BASE, steps=[complete()], args=RESUME, extra_files=config)
+    done = run_all({"t": again}, tmp_path)["t"]
+    assert done.code == 2, done.explain()
+    # A config agent is merged into the task's own `agents` too: both are named then.
+    assert re.search(r"its (agents, )?config changed since the session", done.stderr), done.stderr
+    assert "or the config file" in done.stderr
+    assert not mark.exists() and done.requests == []
+
+
+def test_a_log_from_before_the_config_hash_resumes_beside_a_changed_config(tmp_path: Path) -> None:
+    first = run_all({"t": Scenario(task=BASE, steps=[GIVE_UP])}, tmp_path)["t"]
+    (log,) = (first.out / "sessions").glob("*.jsonl")
+    lines = log.read_text(encoding="utf-8").splitlines()
+    header = json.loads(lines[0])
+    del header["task_hashes"]["config"]
+    log.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n", encoding="utf-8")
+    config = {"agent-runner.yaml": "sandbox:\n  network: true\n"}
+    again = Scenario(task=BASE, steps=[complete()], args=RESUME, extra_files=config)
+    done = run_all({"t": again}, tmp_path)["t"]
+    assert done.code == 0, done.explain()

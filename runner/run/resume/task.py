@@ -21,7 +21,7 @@ from runner.errors import ConfigError
 from runner.mcp import WORKSPACE, ExtensionConfig, builtin_workspace_root, workspace_extension
 from runner.redact import MASK, Redactor
 from runner.run.plan import PROMPT_TASK_DESCRIPTION
-from runner.run.session import EXECUTABLE_PARTS, Located, task_hashes
+from runner.run.session import CONFIG_PART, EXECUTABLE_PARTS, Located, task_hashes
 from runner.sessionlog import SessionRecord
 from runner.settings import Settings, environ
 from runner.task import Task, TaskSpec, load_tasks
@@ -186,17 +186,21 @@ def _warn_on_drift(
 def check_task_changes(record: SessionRecord, task: Task, settings: Settings, accept: bool) -> None:
     """Refuse (exit 2) to resume a task whose executable parts (DESIGN 24: extensions, hooks,
     success, sandbox, permissions, tools, agents, skills) differ from the session's, unless
-    `accept`. A log from before `task_hashes` is not checked (its drift is only warned about)."""
+    `accept`. The config file's MCP servers, hooks, agents and sandbox count as one more part,
+    `config`. A log from before `task_hashes` is not checked (its drift is only warned about),
+    nor is `config` in a log from before it was hashed."""
     recorded = record.header.get("task_hashes")
     if not isinstance(recorded, Mapping):
         return
     redactor = Redactor([*settings.secret_values(), *task.secrets])
-    now = task_hashes(task, redactor.data)
-    changed = [part for part in EXECUTABLE_PARTS if recorded.get(part) != now[part]]
+    now = task_hashes(task, redactor.data, settings)
+    parts = [*EXECUTABLE_PARTS, *([CONFIG_PART] if CONFIG_PART in recorded else [])]
+    changed = [part for part in parts if recorded.get(part) != now[part]]
     if changed and not accept:
+        where = f"{task.file}" + (" or the config file" if CONFIG_PART in changed else "")
         raise ConfigError(
             f"{record.path}: cannot resume task {task.name!r}: its {', '.join(changed)} "
-            f"changed since the session (in {task.file}). They decide what runs (MCP servers, "
+            f"changed since the session (in {where}). They decide what runs (MCP servers, "
             "hooks, the success check, the sandbox, what the agent may call), outside the "
             "agent's reach only if nobody but you changed them: review the task file, then pass "
             "--accept-task-changes to resume with it as it is now (or the same --allow-tool and "

@@ -11,7 +11,7 @@ it (the worktree, the checkout record, the runner's safe git) is `runner.workspa
 from __future__ import annotations
 
 from runner.run.session.child import run_child
-from runner.run.session.header import EXECUTABLE_PARTS, task_hashes
+from runner.run.session.header import CONFIG_PART, EXECUTABLE_PARTS, task_hashes
 from runner.run.session.isolation import (
     check_isolation,
     parent_worktree,
@@ -29,6 +29,7 @@ from runner.run.session.tools import (
 from runner.workspace import Located, locate_in_checkout, repository_of
 
 __all__ = [
+    "CONFIG_PART",
     "EXECUTABLE_PARTS",
     "task_hashes",
     "Located",

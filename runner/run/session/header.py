@@ -23,10 +23,12 @@ from runner.prompt import ToolShelf, loaded_announcement
 from runner.run.session.isolation import checkout_of
 from runner.run.turn import Budget, native_fields
 from runner.sessionlog import LogWriteError, SessionLogWriter
+from runner.settings import Settings
 from runner.task import Task
 from runner.toolcall import ToolSpec
 
 __all__ = [
+    "CONFIG_PART",
     "EXECUTABLE_PARTS",
     "ResumePoint",
     "end_log",
@@ -75,19 +77,32 @@ EXECUTABLE_PARTS = (
 """The parts of a task that decide what runs (DESIGN 24): `resume` refuses a task whose parts
 differ from the session's (`task_hashes` in the header) unless `--accept-task-changes`."""
 
+CONFIG_PART = "config"
+"""The config file's share of what runs, hashed beside the task's parts: `./agent-runner.yaml`
+usually sits in the repository the agent may write, and its MCP servers, hooks, agents and
+sandbox reach every task."""
 
-def task_hashes(task: Task, mask: Callable[[Any], Any]) -> dict[str, str]:
+CONFIG_KEYS = ("extensions", "hooks", "agents", "sandbox")
+"""The settings behind `CONFIG_PART`: what starts programs or confines them."""
+
+
+def _sha256(value: Any) -> str:
+    return hashlib.sha256(
+        json.dumps(value, sort_keys=True, ensure_ascii=False).encode("utf-8")
+    ).hexdigest()
+
+
+def task_hashes(task: Task, mask: Callable[[Any], Any], settings: Settings) -> dict[str, str]:
     """The SHA-256 of each executable part of `task` as its file says it (params filled in,
-    `${VAR}` not resolved: the same file in another environment hashes the same), after `mask`
-    (the redactor: no secret is hashed). `success` covers `check_env` too."""
+    `${VAR}` not resolved: the same file in another environment hashes the same), and of the
+    config's `CONFIG_KEYS` as `CONFIG_PART`, after `mask` (the redactor: no secret is hashed).
+    `success` covers `check_env` too."""
     written = mask(task.spec.model_dump(mode="json"))
     written["success"] = {"success": written.get("success"), "check_env": written.get("check_env")}
-    return {
-        part: hashlib.sha256(
-            json.dumps(written.get(part), sort_keys=True, ensure_ascii=False).encode("utf-8")
-        ).hexdigest()
-        for part in EXECUTABLE_PARTS
-    }
+    hashes = {part: _sha256(written.get(part)) for part in EXECUTABLE_PARTS}
+    config = settings.model_dump(mode="json", include=set(CONFIG_KEYS))
+    hashes[CONFIG_PART] = _sha256(mask(config))
+    return hashes
 
 
 def session_header(
@@ -98,6 +113,7 @@ def session_header(
     sandbox: dict[str, Any] | None,
     system: str,
     tools: Sequence[ToolSpec],
+    settings: Settings,
     mask: Callable[[Any], Any] = lambda data: data,
 ) -> dict[str, Any]:
     """The session log's header fields (the writer adds the version, ids, host and time)."""
@@ -107,7 +123,7 @@ def session_header(
         "runner_version": __version__,
         "task": task.record(),
         "task_file": str(task.file),
-        "task_hashes": task_hashes(task, mask),
+        "task_hashes": task_hashes(task, mask, settings),
         "checkout": checkout_of(task, Path.cwd()),
         "model": f"{llm.provider}:{llm.model}",
         "sandbox": sandbox,

@@ -241,7 +241,9 @@ def _open_log(
 ) -> None:
     sandbox = state.sandbox.record.as_json() if state.sandbox else None
     parent = resume.parent_id if resume else None
-    header = session_header(task, llm, ctx.run_id, parent, sandbox, system, tools, redactor.data)
+    header = session_header(
+        task, llm, ctx.run_id, parent, sandbox, system, tools, ctx.settings, redactor.data
+    )
     if records := state.auth():
         header["mcp_auth"] = [record.as_json() for record in records]
     if state.shelf.loaded:  # loaded before this session (a resume): its own resume needs them

@@ -184,7 +184,7 @@ def parent(
     out = tmp_path / "out"
     redactor = Redactor(task.secrets)
     ctx = RunContext(Settings(), "run-1", out, Redactor(), {})
-    header = session_header(task, llm, ctx.run_id, None, None, "", [])
+    header = session_header(task, llm, ctx.run_id, None, None, "", [], ctx.settings)
     log = SessionLogWriter.create(out, header, redactor)
     children: list[str] = []
     frame = SessionFrame(task, llm, log, budget or Budget(9), redactor, children=children)
