@@ -22,6 +22,7 @@ process, those built before included: each checks a version counter before it ma
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
@@ -60,10 +61,17 @@ _RUNTIME_VERSION = [0]
 _LISTENERS: list[Callable[[list[str]], None]] = []
 
 
-def on_registered(listener: Callable[[list[str]], None]) -> None:
+def on_registered(listener: Callable[[list[str]], None]) -> Callable[[], None]:
     """Call `listener` with each batch of secrets registered from now on (on GitHub Actions the
-    run prints an `::add-mask::` line for each)."""
+    run prints an `::add-mask::` line for each), until the function returned is called (a run
+    in-process, as the tests make, must not leave its console listening)."""
     _LISTENERS.append(listener)
+
+    def forget() -> None:
+        with contextlib.suppress(ValueError):
+            _LISTENERS.remove(listener)
+
+    return forget
 
 
 def register_secrets(values: Iterable[str]) -> None:

@@ -163,8 +163,13 @@ def _execute(
     if github is not None:
         for line in add_mask_lines(redactor.secrets):
             console.command(line)
-        # Tokens an MCP server's authorization server issues mid-run (DESIGN 26) too.
+    # Tokens an MCP server's authorization server issues mid-run (DESIGN 26) too, until the run
+    # ends (a run in-process must not leave its console listening).
+    forget_listener = (
         on_registered(lambda values: console.commands(add_mask_lines(values)))
+        if github is not None
+        else (lambda: None)
+    )
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:8]
     ctx = RunContext(
         settings=settings,
@@ -190,6 +195,7 @@ def _execute(
     try:
         return _finish(jobs, ctx, options, console, github, watchdog, results, carried)
     finally:
+        forget_listener()
         if ctx.events is not None:
             ctx.events.close()
 

@@ -148,3 +148,43 @@ def test_a_secret_registered_at_run_time_is_masked_by_redactors_built_before_it(
         assert token in redactor.secrets
     assert "abc" not in early.secrets  # under MIN_LENGTH: never masked, as everywhere
     assert early.text("given-secret-1 child-secret-1") == f"{MASK} child-secret-1"
+
+
+def test_a_forgotten_listener_hears_no_later_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    from runner import redact
+    from runner.redact import on_registered, register_secrets
+
+    monkeypatch.setattr(redact, "_RUNTIME", set())
+    monkeypatch.setattr(redact, "_LISTENERS", [])
+    heard: list[list[str]] = []
+    kept: list[list[str]] = []
+    forget = on_registered(heard.append)
+    on_registered(kept.append)
+    register_secrets(["first-token-1"])
+    forget()
+    forget()  # twice is harmless
+    register_secrets(["second-token-2"])
+    assert heard == [["first-token-1"]]
+    assert kept == [["first-token-1"], ["second-token-2"]]
+
+
+def test_a_run_on_actions_leaves_no_listener_behind(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Each in-process run (the tests make many) added its console to the process's listeners,
+    # which then printed ::add-mask:: lines of later runs' tokens on a console long gone.
+    import shutil
+
+    from runner import redact
+    from runner.cli import main
+
+    repo = Path(__file__).resolve().parents[2]
+    monkeypatch.setattr(redact, "_LISTENERS", [])
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(repo / "examples", tmp_path / "examples")
+    task, session = "examples/tasks/hello.yaml", "examples/sessions/hello.jsonl"
+    argv = ["run", task, "--model", f"replay:{session}", "--out", "out", "--sandbox", "off"]
+    for _ in range(2):
+        assert main(argv) == 0
+        assert redact._LISTENERS == []
