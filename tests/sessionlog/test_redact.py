@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -188,3 +190,59 @@ def test_a_run_on_actions_leaves_no_listener_behind(
     for _ in range(2):
         assert main(argv) == 0
         assert redact._LISTENERS == []
+
+
+@pytest.fixture
+def fresh_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run-time registry is the process's: each test here gets its own."""
+    from runner import redact
+
+    monkeypatch.setattr(redact, "_RUNTIME", set())
+    monkeypatch.setattr(redact, "_RUNTIME_VERSION", [redact._RUNTIME_VERSION[0] + 1])
+
+
+ASKS: dict[str, Any] = {
+    "text": lambda r, token: r.text(f"x {token} y") == f"x {MASK} y",
+    "data": lambda r, token: r.data({"k": [token]}) == {"k": [MASK]},
+    "may_be_in_json": lambda r, token: r.may_be_in_json(json.dumps({"k": token})),
+    "secrets": lambda r, token: token in r.secrets,
+    "short_secrets": lambda r, token: token in r.short_secrets,
+}
+
+
+@pytest.mark.parametrize("ask", sorted(ASKS))
+@pytest.mark.usefixtures("fresh_registry")
+def test_every_way_of_asking_sees_a_secret_registered_after_the_redactor_was_made(
+    ask: str,
+) -> None:
+    from runner.redact import register_secrets
+
+    short = ask == "short_secrets"
+    for redactor in (Redactor(), Redactor(["given-secret-1"])):
+        token = "tk-0ab" if short else f"tok-{uuid.uuid4().hex}"
+        register_secrets([token])
+        assert ASKS[ask](redactor, token), (ask, token)  # asked first, before any other way
+
+
+@pytest.mark.usefixtures("fresh_registry")
+def test_each_later_registration_reaches_a_redactor_that_saw_the_earlier_one() -> None:
+    from runner.redact import register_secrets
+
+    redactor = Redactor()
+    tokens = [f"tok-{n}-{uuid.uuid4().hex}" for n in range(3)]
+    for n, token in enumerate(tokens):
+        register_secrets([token])
+        assert redactor.text(" ".join(tokens[: n + 1])) == " ".join([MASK] * (n + 1))
+
+
+@pytest.mark.usefixtures("fresh_registry")
+def test_a_registered_secret_of_the_shortest_length_is_masked_where_it_stands_alone() -> (
+    None
+):
+    from runner.redact import register_secrets
+
+    shortest, shorter = "q" * MIN_LENGTH, "z" * (MIN_LENGTH - 1)
+    register_secrets([shortest, shorter])
+    redactor = Redactor()
+    assert redactor.text(f"{shortest} {shorter}") == f"{MASK} {shorter}"
+    assert shortest in redactor.secrets and shorter not in redactor.secrets
