@@ -88,13 +88,17 @@ async def test_each_reservation_and_settle_lands_on_its_run_shard_and_request(
     figures = await store.status(run)
     assert (figures["shards"], figures["reservations"], figures["calls"]) == (1, 2, 2)
     assert figures["max_cost_usd"] == 1.0
-    await store.settle(run, "b", "r1", 0.05)  # another shard settles: r1 only is freed
+    await store.settle(run, "a", "r1", 0.05)  # r1 only is freed
     figures = await store.status(run)
-    assert (figures["shards"], figures["reservations"]) == (2, 1)
+    assert (figures["shards"], figures["reservations"]) == (1, 1)
     assert figures["reserved_usd"] == pytest.approx(0.3)
     assert figures["spent_usd"] == pytest.approx(0.05)
     held, spent, reserved = await store.reserve(run, "c", "r3", 0.7, 1.0, 60)
     assert (held, spent, reserved) == (False, pytest.approx(0.05), pytest.approx(0.3))
+    await store.settle(run, "b", "r2", 0.1)  # another shard may settle it (a retried call)
+    figures = await store.status(run)
+    assert (figures["shards"], figures["reservations"]) == (3, 0)
+    assert figures["spent_usd"] == pytest.approx(0.15)
     assert (await store.status(f"{run}-other"))["calls"] == 0  # one run's keys are its own
     await store.aclose()
 
@@ -137,6 +141,7 @@ async def test_the_token_window_counts_each_request_under_its_own_id(
     await store.tokens_used(run, "r1", [], 1)  # no glob: nothing
     assert await store.admit(run, "a", "r3", "openai", bucket, 200) == 0.0
     assert await store.admit(run, "a", "r4", "openai", bucket, 200) > 0
+    assert (await store.status(run))["shards"] == 1  # one shard, four requests
     await store.aclose()
 
 
@@ -144,9 +149,11 @@ async def test_a_pause_is_held_under_its_provider_and_returns_what_is_left(
     store: Store, run: str
 ) -> None:
     assert 4.5 < await store.pause(run, "a", "openai", 5.0) <= 5.0
-    assert 4.0 < await store.admit(run, "b", "r1", "openai", [], 10) <= 5.0
-    assert await store.admit(run, "b", "r2", "a", [], 10) == 0.0  # not the shard's name
-    assert await store.admit(run, "b", "r3", "anthropic", [], 10) == 0.0
+    assert 4.0 < await store.admit(run, "a", "r1", "openai", [], 10) <= 5.0
+    assert await store.admit(run, "a", "r2", "a", [], 10) == 0.0  # not the shard's name
+    assert (await store.status(run))["shards"] == 1  # the shard, not the provider
+    assert 4.0 < await store.admit(run, "b", "r3", "openai", [], 10) <= 5.0  # every shard
+    assert await store.admit(run, "b", "r4", "anthropic", [], 10) == 0.0
     figures = await store.status(run)
     assert (figures["rate_limited"], figures["shards"]) == (1, 2)
     await store.aclose()
@@ -228,3 +235,17 @@ async def test_closing_the_store_closes_its_connection(store: Store, run: str) -
     await until(closed, "the store's connection was closed")
     await store.aclose()  # closing twice is harmless
     await observer.aclose()
+
+
+async def test_a_runs_keys_share_one_hash_tag_and_expire_a_week_after_its_last_decision(
+    store: Store, run: str
+) -> None:
+    await store.reserve(run, "a", "r1", 0.1, 1.0, 60)
+    await store.pause(run, "a", "openai", 5.0)
+    observer = aioredis.Redis.from_url(store._url, decode_responses=True)  # type: ignore[attr-defined]
+    keys = sorted(await observer.keys(f"*{run}*"))
+    assert keys == [f"agent-runner:{{{run}}}:{name}" for name in ("pause", "res", "sh", "st")]
+    for key in keys:
+        assert 7 * 24 * 3600 - 60 < await observer.ttl(key) <= 7 * 24 * 3600
+    await observer.aclose()
+    await store.aclose()
