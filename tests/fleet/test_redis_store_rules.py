@@ -249,3 +249,15 @@ async def test_a_runs_keys_share_one_hash_tag_and_expire_a_week_after_its_last_d
         assert 7 * 24 * 3600 - 60 < await observer.ttl(key) <= 7 * 24 * 3600
     await observer.aclose()
     await store.aclose()
+
+
+async def test_a_store_timeout_longer_than_redis_pys_own_default_is_honoured(
+    tmp_path: Path,
+) -> None:
+    # Last in the file: it waits 6 s. redis-py gives up on a read after 5 s unless told.
+    with RedisServer(tmp_path / "r") as server:
+        store = open_store(server.url, 60.0)
+        await store.status("x")
+        with frozen(server), pytest.raises(TimeoutError):  # this bound, not the store, ends it
+            await asyncio.wait_for(store.reserve("x", "a", "r1", 0.1, 1.0, 60), 6.0)
+        await store.aclose()
