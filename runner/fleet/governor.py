@@ -201,7 +201,8 @@ class Governor:
             fleet = await asyncio.wait_for(self._store.status(self.run), self.settings.timeout_s)
         except (StoreDown, TimeoutError) as error:
             fleet = None
-            self.figures.warnings.append(f"fleet figures unavailable: {error or 'timed out'}")
+            # A TimeoutError says nothing (`str()` is empty), and an exception is always true.
+            self.figures.warnings.append(f"fleet figures unavailable: {str(error) or 'timed out'}")
         mine = self.figures
         mode: Literal["fleet", "local"] = "local" if self.local else "fleet"
         return {

@@ -182,7 +182,7 @@ def _prelude() -> str:
 class RedisStore:
     """A run's state in Redis; each method is one script, atomic on the server."""
 
-    def __init__(self, url: str, timeout_s: float = 5.0) -> None:
+    def __init__(self, url: str, timeout_s: float) -> None:
         self._url = safe_url(url)
         try:
             self._client: aioredis.Redis = aioredis.Redis.from_url(
