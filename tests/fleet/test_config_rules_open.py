@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import gc
 import os
+import socket
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -22,7 +25,6 @@ from runner.fleet import (
     run_key,
     status_line,
 )
-from runner.fleet.store import FileStore
 from tests.fakes.redis_server import RedisServer
 
 NOBODY = "redis://:hunter2@127.0.0.1:1/0"
@@ -119,6 +121,30 @@ def test_fleet_status_shows_the_store_without_its_password(redis_tcp: RedisServe
     assert (figures["run"], figures["calls"]) == ("r", 0)
 
 
+def _connected_clients(port: int) -> int:
+    """The clients redis-server counts (this probe among them), by `INFO clients`."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as probe:
+        probe.sendall(b"INFO clients\r\n")
+        data = b""
+        while b"\r\n" not in data or len(data) < int(data[1 : data.index(b"\r\n")]) + 4:
+            chunk = probe.recv(65536)
+            assert chunk, "redis-server closed the probe"
+            data += chunk
+    (line,) = [x for x in data.split(b"\r\n") if x.startswith(b"connected_clients:")]
+    return int(line.split(b":")[1])
+
+
+def test_fleet_status_closes_its_connection_to_the_store(redis_tcp: RedisServer) -> None:
+    gc.disable()  # a connection left open must not be closed by the collector meanwhile
+    try:
+        read_status(redis_tcp.url, "r", 2.0)
+        deadline = time.monotonic() + 10.0  # bounds the wait for the server to see the close
+        while _connected_clients(redis_tcp.port) > 1:
+            assert time.monotonic() < deadline, "fleet status left its connection open"
+    finally:
+        gc.enable()
+
+
 def test_fleet_status_names_a_store_that_does_not_answer_in_time(tmp_path: Path) -> None:
     """A file store whose lock another process holds does not answer: `fleet status` says so
     once the lock is free (its reader thread ends then) instead of printing figures."""
@@ -170,4 +196,3 @@ def test_the_status_line_says_every_figure_and_the_cap_or_that_there_is_none() -
     )
     uncapped = status_line({**figures, "max_cost_usd": None})
     assert "under way (no cap); 4 shard(s)" in uncapped
-    assert isinstance(FileStore, type)
