@@ -223,6 +223,15 @@ def test_rpm_requests_go_at_once_and_the_next_waits_for_the_oldest_to_leave() ->
     assert decide.admit(state, T + 70.0, "a", "r5", "openai", bucket, 10) == 0.0
 
 
+def test_a_lower_rpm_than_the_window_holds_waits_until_enough_requests_have_left() -> None:
+    """Shards configured apart (or a config lowered mid-run) share one window per glob: with
+    five requests in it, a shard allowed three waits until three of them have left."""
+    state = fresh()
+    for n in range(5):
+        assert decide.admit(state, T + 10.0 * n, "a", f"r{n}", "openai", openai(rpm=5), 10) == 0.0
+    assert decide.admit(state, T + 45.0, "b", "r5", "openai", openai(rpm=3), 10) == 35.0
+
+
 def test_fewer_requests_than_rpm_never_wait() -> None:
     state = fresh()
     assert decide.admit(state, T, "a", "r1", "openai", openai(rpm=3), 10) == 0.0
@@ -343,6 +352,17 @@ def test_the_rpm_and_tpm_of_one_bucket_each_hold_a_request_back() -> None:
     tpm_only = openai(rpm=5, tpm=1000)
     assert decide.admit(tokens, T, "a", "r1", "openai", tpm_only, 900) == 0.0
     assert decide.admit(tokens, T + 20.0, "a", "r2", "openai", tpm_only, 200) == 40.0  # tpm
+
+
+def test_the_state_keeps_only_the_requests_still_in_their_window() -> None:
+    """The file store rewrites the whole state at every decision: a window that kept every
+    request ever admitted would grow the file, and slow each decision, for as long as a run lasts."""
+    state = fresh()
+    bucket = openai(rpm=1000, window_s=60.0)
+    for n in range(100):
+        assert decide.admit(state, T + 10.0 * n, "a", f"r{n}", "openai", bucket, 10) == 0.0
+    # In the window at T + 990: the requests of T + 940 to T + 990 (the one of T + 930 has left).
+    assert sorted(state["windows"]["openai:*"]) == [f"r{n}" for n in range(94, 100)]
 
 
 def test_a_reply_replaces_the_estimate_and_restamps_its_request_at_the_reply() -> None:
