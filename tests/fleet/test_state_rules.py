@@ -356,7 +356,7 @@ def test_the_rpm_and_tpm_of_one_bucket_each_hold_a_request_back() -> None:
 
 def test_the_state_keeps_only_the_requests_still_in_their_window() -> None:
     """The file store rewrites the whole state at every decision: a window that kept every
-    request ever admitted would grow the file, and slow each decision, for as long as a run lasts."""
+    request ever admitted would grow the file, and slow each decision, as long as a run lasts."""
     state = fresh()
     bucket = openai(rpm=1000, window_s=60.0)
     for n in range(100):
