@@ -89,6 +89,11 @@ def test_a_run_key_with_any_other_character_or_length_is_refused(key: str) -> No
         GovernorSettings(run=key)
 
 
+def test_a_run_key_given_as_nothing_is_no_key() -> None:
+    """`run:` left empty in the YAML is None: the shard then finds its key from the CI."""
+    assert GovernorSettings.model_validate({"run": None}).run is None
+
+
 def test_every_limit_key_must_be_provider_colon_model() -> None:
     settings = GovernorSettings.model_validate(
         {"limits": {"openai:*": {"rpm": 5}, "anthropic:claude-*": {"tpm": 9}}}
