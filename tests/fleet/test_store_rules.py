@@ -104,6 +104,19 @@ async def test_a_requests_real_tokens_reach_its_own_run_and_window(
     assert await store.admit("run-2", "shard-a", "req-2", "openai", bucket, 900) > 500.0
 
 
+async def test_every_decision_counts_each_shard_that_made_it(
+    python_store: Callable[[], Store],
+) -> None:
+    store = python_store()
+    for shard, rid in (("shard-a", "req-1"), ("shard-b", "req-1"), ("shard-b", "req-2")):
+        await store.reserve("run-r", shard, rid, 0.25, None, 600.0)
+        await store.settle("run-s", shard, rid, 0.25)
+        await store.admit("run-a", shard, rid, "openai", [], 10)
+        await store.pause("run-p", shard, "openai", 1.0)
+    for run in ("run-r", "run-s", "run-a", "run-p"):
+        assert (await store.status(run))["shards"] == 2, run
+
+
 async def test_waits_are_counted_in_their_own_run(python_store: Callable[[], Store]) -> None:
     store = python_store()
     await store.waited("run-1", 1.5)
