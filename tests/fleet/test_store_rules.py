@@ -304,7 +304,8 @@ def test_memory_opens_this_processs_store_and_a_file_url_a_file_store(tmp_path: 
 
 
 @pytest.mark.parametrize(
-    "url", ["file:///", "file://", "file://fleet.json", "file://var/tmp/fleet.json"]
+    "url",
+    ["file:///", "file://", "file:fleet.json", "file://fleet.json", "file://var/tmp/fleet.json"],
 )
 def test_a_file_url_without_an_absolute_file_path_is_refused(url: str) -> None:
     """`file://var/tmp/fleet.json` names the host `var`: read as `/tmp/fleet.json` it would put
