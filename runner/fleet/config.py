@@ -25,7 +25,8 @@ __all__ = [
     "safe_url",
 ]
 
-_RUN_KEY = re.compile(r"^[A-Za-z0-9._:@/-]{1,200}$")
+_RUN_KEY = re.compile(r"[A-Za-z0-9._:@/-]{1,200}")
+"""A run key, matched whole (`fullmatch`: `$` would let a trailing newline through)."""
 
 
 class RateLimit(BaseModel):
@@ -72,7 +73,7 @@ class GovernorSettings(BaseModel):
     @field_validator("run")
     @classmethod
     def _plain_key(cls, value: str | None) -> str | None:
-        if value is not None and not _RUN_KEY.match(value):
+        if value is not None and not _RUN_KEY.fullmatch(value):
             raise ValueError(
                 "the run key may hold letters, digits and . _ : @ / - (at most 200 characters)"
             )

@@ -174,9 +174,14 @@ def open_store(url: str, timeout_s: float = 5.0) -> Store:
     if scheme == "memory":
         return MemoryStore()
     if scheme == "file":
-        path = Path(unquote(urlsplit(url).path))
-        if not path.is_absolute() or path.name == "":
-            raise ConfigError(f"governor url {url}: a file store needs an absolute file path")
+        parts = urlsplit(url)
+        path = Path(unquote(parts.path))
+        # `file://var/tmp/x` names the host `var`, not the folder: refused, not read as /tmp/x.
+        if parts.netloc not in ("", "localhost") or not path.is_absolute() or path.name == "":
+            raise ConfigError(
+                f"governor url {safe_url(url)}: a file store needs an absolute file path "
+                "(file:///path/fleet.json, three slashes)"
+            )
         return FileStore(path)
     if scheme in ("redis", "rediss", "unix"):
         try:
