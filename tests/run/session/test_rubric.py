@@ -182,6 +182,8 @@ async def test_every_vote_gets_the_graders_request_with_every_piece_masked(tmp_p
     result = f"add() and sub(); the key is {SECRET}"
     graded = await session.grade(result, check_output=f"2 passed ({SECRET})")
     assert graded.passed and (graded.reason, graded.feedback) == ("", "")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        graded.passed = False
     assert len(grader.requests) == 3
     for system, messages in grader.requests:
         assert system.startswith("You are a strict grader")
@@ -423,10 +425,10 @@ async def test_every_grader_call_is_charged_to_the_task_and_the_run_and_reported
     [
         (lambda: Budget(max_cost_usd=1.0, cost_usd=1.0), {}, "cost", "cost limit reached"),
         (
-            lambda: Budget(run=RunBudget(max_cost_usd=2.0, spent_usd=2.5)),
+            lambda: Budget(run=RunBudget(max_cost_usd=2.0, spent_usd=2.0)),
             {},
             "run_cost",
-            "run cost cap reached ($2.5000/$2.00)",
+            "run cost cap reached ($2.0000/$2.00)",
         ),
         (Budget, {"max_cost_usd": 0.5}, "cost", "rubric.max_cost_usd reached"),
     ],
@@ -595,3 +597,18 @@ def test_a_failed_criterion_without_a_failing_vote_says_no_reason_was_given() ->
     assert failure_reason(grade) == (
         'rubric: 1 of 2 criteria failed (pass: 1.0): "odd" (no reason given)'
     )
+
+
+async def test_a_baseline_git_could_not_take_is_named_and_no_diff_is_tried(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    before = await git_state(repo, os.environ)
+    (repo / "calc.py").write_text("changed\n", encoding="utf-8")
+    broken = dataclasses.replace(before, error="git could not read the index")
+    task = _in_repo(tmp_path, repo)
+    session = Session(tmp_path, Grader(verdict(True, True)), git_before=broken, task=task)
+    await session.grade()
+    user = session.users(0)[0]
+    assert (
+        '<data name="change">\n(the change cannot be shown: git could not read the index)' in user
+    )
+    assert "+changed" not in user
