@@ -46,6 +46,7 @@ def test_a_criterion_that_is_not_a_whole_number_in_range_is_refused_naming_the_e
     ("bad", "problem"),
     [
         (["criterion", 2], 'entry 2 must have exactly the keys "criterion", "pass", "reason"'),
+        (["criterion", "pass", "reason"], "entry 2 must have exactly the keys"),
         ({"criterion": 2, "pass": True}, "entry 2 must have exactly the keys"),
         ({"criterion": 2, "reason": "r"}, "entry 2 must have exactly the keys"),
         ({"pass": True, "reason": "r"}, "entry 2 must have exactly the keys"),
