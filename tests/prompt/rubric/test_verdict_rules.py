@@ -119,8 +119,27 @@ def test_a_tally_names_its_criterion_and_keeps_votes_and_reasons_apart() -> None
 def test_a_share_a_hair_above_the_passed_one_is_not_met() -> None:
     tallies = tally(["a", "b", "c"], [[CriterionVote(p, "r") for p in (True, True, False)]])
     assert rubric_passes(tallies, 0.666667) is False
+    assert rubric_passes(tallies, 0.6666667) is False
     assert rubric_passes(tallies, 0.666666) is True
     assert rubric_passes(tallies, "all") is False
+
+
+@pytest.mark.parametrize("share", [0.6666666, 0.66666666, 2 / 3, 0.6])
+def test_a_share_written_with_more_places_is_never_rounded_up_past_what_was_passed(
+    share: float,
+) -> None:
+    tallies = tally(["a", "b", "c"], [[CriterionVote(p, "r") for p in (True, True, False)]])
+    assert rubric_passes(tallies, share) is True  # 2 of 3 is at least each of these shares
+
+
+@pytest.mark.parametrize(("passed", "of", "share"), [(3, 5, 0.6), (1, 10, 0.1), (7, 10, 0.7)])
+def test_a_share_met_exactly_passes_whatever_the_float_rounding(
+    passed: int, of: int, share: float
+) -> None:
+    votes = [[CriterionVote(i < passed, "r") for i in range(of)]]
+    assert rubric_passes(tally([f"c{i}" for i in range(of)], votes), share) is True
+    fewer = [[CriterionVote(i < passed - 1, "r") for i in range(of)]]
+    assert rubric_passes(tally([f"c{i}" for i in range(of)], fewer), share) is False
 
 
 def test_votes_and_tallies_are_immutable_values() -> None:
