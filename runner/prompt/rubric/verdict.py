@@ -14,6 +14,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 __all__ = [
@@ -127,8 +128,10 @@ def tally(
 
 def rubric_passes(tallies: Sequence[CriterionTally], rule: str | float) -> bool:
     """`rule` `all`: every criterion passed; a fraction: at least that share of them, compared
-    in whole numbers (3 of 5 meets 0.6 whatever the float rounding)."""
+    exactly as the decimal written (3 of 5 meets 0.6 whatever the float rounding, and 2 of 3
+    meets 0.6666666: a share is never rounded up past what was written)."""
     passed = sum(1 for t in tallies if t.passed)
     if rule == "all":
         return passed == len(tallies)
-    return passed * 1_000_000 >= round(float(rule) * 1_000_000) * len(tallies)
+    share = Fraction(repr(float(rule)))
+    return passed * share.denominator >= share.numerator * len(tallies)
