@@ -140,7 +140,7 @@ class Session:
         self.grader = scripted
         self.out = tmp_path / "out"
         redactor = Redactor(self.task.secrets)
-        header = session_header(self.task, scripted, "run-1", None, None, "", [])
+        header = session_header(self.task, scripted, "run-1", None, None, "", [], Settings())
         self.log = SessionLogWriter.create(self.out, header, redactor)
         assert self.task.spec.success.rubric is not None
         self.grading = Grading(
