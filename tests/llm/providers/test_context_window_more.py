@@ -37,8 +37,8 @@ LOGGER = "runner.llm.providers.context_window"
 
 
 class _Server:
-    """A real HTTP server on 127.0.0.1 answering GETs from `routes` (path -> status, body) and
-    recording each request's path and headers."""
+    """A real HTTP server on 127.0.0.1 answering GETs from `routes` (path as sent -> status,
+    body) and recording each request's path and headers."""
 
     def __init__(self, routes: dict[str, tuple[int, bytes]]) -> None:
         self.routes = routes
@@ -47,8 +47,10 @@ class _Server:
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                outer.seen.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
-                status, body = outer.routes.get(self.path, (404, b"{}"))
+                # As sent: http.server makes `//props` `/props` in `self.path`.
+                path = self.requestline.split()[1]
+                outer.seen.append((path, {k.lower(): v for k, v in self.headers.items()}))
+                status, body = outer.routes.get(path, (404, b"{}"))
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(body)))
