@@ -80,6 +80,8 @@ HELP = {
         ("--log-level {debug,info,warning,error}", "verbosity of the runner's own diagnostics"),
     ],
 }
+POSITIONALS = {"run": "[PATH ...]", "resume": "[LOG_OR_DIR ...]", "list": "PATH [PATH ...]"}
+"""How each command's usage line names its paths."""
 DESCRIPTIONS = {
     "run": "Run task files (files, directories or globs), or one task from a prompt",
     "resume": "Continue sessions from their logs, in the checkout where resume runs.",
@@ -108,6 +110,8 @@ def test_every_flag_says_in_help_what_it_takes_and_what_it_does(
     for form, what in HELP[command]:
         assert f"{form} {what}" in said, form
     assert DESCRIPTIONS[command] in said
+    usage = said.split(" options: ")[0]
+    assert POSITIONALS[command] in usage
 
 
 def test_the_commands_help_names_each_command_with_its_summary(

@@ -432,3 +432,12 @@ async def test_a_learned_window_is_logged_with_why(
         f"context window of m: 6000 tokens, learned (a reply stopped at `length` after 1000"
         f" {counted}of the 4096 output tokens asked for)"
     ]
+
+
+def test_a_prompt_that_leaves_exactly_the_least_reply_gets_it_even_when_strict() -> None:
+    """A prompt of 4,263 tokens (see the rules file) in a window of 4,547: the least reply is
+    4,547 // 16 = 284, and 284 are left."""
+    two = [Message("user", "a"), Message("assistant", "b")]
+    assert cw.reply_limit(4547, "", two, 8000, chars=16_003) == 284
+    with pytest.raises(ContextLengthError, match="leaves 283 of the 4546-token"):
+        cw.reply_limit(4546, "", two, 8000, chars=16_003)
