@@ -441,3 +441,13 @@ def test_a_prompt_that_leaves_exactly_the_least_reply_gets_it_even_when_strict()
     assert cw.reply_limit(4547, "", two, 8000, chars=16_003) == 284
     with pytest.raises(ContextLengthError, match="leaves 283 of the 4546-token"):
         cw.reply_limit(4546, "", two, 8000, chars=16_003)
+
+
+async def test_the_largest_prompt_that_succeeded_is_kept_when_a_smaller_one_follows() -> None:
+    """Prompts of 10,000 then 100 tokens succeeded (the server reported a tiny usage, so the
+    largest exchange done says nothing): a cut on 5,000 is below a success, a broken stream."""
+    window = ContextWindow("m", {}, None, None)
+    window.succeeded(Planned(100, 10_000), Usage(input_tokens=1, output_tokens=1), "stop")
+    window.succeeded(Planned(100, 100), Usage(input_tokens=1, output_tokens=1), "stop")
+    assert window.broken_stream(Planned(100, 5000)).kind == "broken_stream"
+    assert is_context_length(window.broken_stream(Planned(100, 10_001)))
