@@ -450,4 +450,5 @@ async def test_the_largest_prompt_that_succeeded_is_kept_when_a_smaller_one_foll
     window.succeeded(Planned(100, 10_000), Usage(input_tokens=1, output_tokens=1), "stop")
     window.succeeded(Planned(100, 100), Usage(input_tokens=1, output_tokens=1), "stop")
     assert window.broken_stream(Planned(100, 5000)).kind == "broken_stream"
+    assert window.broken_stream(Planned(100, 10_000)).kind == "broken_stream"  # no larger
     assert is_context_length(window.broken_stream(Planned(100, 10_001)))
