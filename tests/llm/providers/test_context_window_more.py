@@ -452,3 +452,13 @@ async def test_the_largest_prompt_that_succeeded_is_kept_when_a_smaller_one_foll
     assert window.broken_stream(Planned(100, 5000)).kind == "broken_stream"
     assert window.broken_stream(Planned(100, 10_000)).kind == "broken_stream"  # no larger
     assert is_context_length(window.broken_stream(Planned(100, 10_001)))
+
+
+async def test_every_message_counts_its_template_tokens_even_when_empty() -> None:
+    """A thousand empty messages are 4 x 1,001 = 4,004 tokens of chat template: over a window
+    of 4,000 whatever the reply limit, and the plan refuses them as `reply_limit` does."""
+    empty = [Message("user", "") for _ in range(1000)]
+    window = ContextWindow("local", {"local": ModelInfo(context_window=4000)}, None, None)
+    for limit in (100, 4096):
+        with pytest.raises(ContextLengthError, match="about 4004 tokens"):
+            await window.plan("", empty, limit)
