@@ -223,6 +223,8 @@ def add_list(commands: Commands) -> None:
     listing.add_argument(
         "--repeat", type=int, metavar="K", help="as run --repeat K: list the samples, worst cost"
     )
-    listing.add_argument("--output", choices=["text", "json"], default="text")
+    listing.add_argument(
+        "--output", choices=["text", "json"], default="text", help="format of the listing"
+    )
     common(listing)
     listing.set_defaults(handler=list_command)

@@ -188,6 +188,13 @@ def min_reply_tokens(window: int, max_output_tokens: int) -> int:
     return min(max_output_tokens, max(256, window // 16))
 
 
+def _prompt_estimate(chars: int, messages: int) -> int:
+    """A prompt's tokens: its characters' estimate, a sixteenth more for the chat template and
+    the estimate's error, and 4 per message and one more."""
+    estimate = -(-chars // CHARS_PER_TOKEN)
+    return estimate + estimate // 16 + 4 * (messages + 1)
+
+
 def reply_limit(
     window: int | None,
     system: str,
@@ -209,8 +216,7 @@ def reply_limit(
         return max_output_tokens
     if chars is None:
         chars = len(system) + sum(m.chars for m in messages)
-    estimate = -(-chars // CHARS_PER_TOKEN)
-    prompt = estimate + estimate // 16 + 4 * (len(messages) + 1)
+    prompt = _prompt_estimate(chars, len(messages))
     room = window - prompt
     least = min_reply_tokens(window, max_output_tokens)
     if room < least:
@@ -292,11 +298,11 @@ class ContextWindow:
         window = await self.get()
         # The running count is exact while the loop only appends, and too high (never too low)
         # after a compaction cleared results in place: enough to see that the whole reply fits.
+        # (The whole reply fitting is room for it, not a limit equal to it: a least reply equal
+        # to the whole one is also what a prompt over the window gets when not strict.)
         upper = len(system) + self._chars.count(messages)
         tokens = -(-upper // CHARS_PER_TOKEN)
-        if window is None or reply_limit(
-            window, system, messages, max_output_tokens, strict=False, chars=upper
-        ) == (max_output_tokens):
+        if window is None or window - _prompt_estimate(upper, len(messages)) >= max_output_tokens:
             return Planned(max_output_tokens, tokens)
         self._chars.reset()
         chars = len(system) + self._chars.count(messages)
