@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from runner.mcp.auth import AuthError
-from runner.mcp.auth.command import MAX_OUTPUT, run_command
+from runner.mcp.auth.command import MAX_OUTPUT, parse_token_output, run_command
 
 
 def _run(code: str, tmp_path: Path, timeout: float = 30.0) -> str:
@@ -124,3 +124,124 @@ def test_a_command_runs_in_the_given_folder_with_the_given_environment_and_no_in
         )
     )
     assert out == f"{tmp_path} seed-1 ''"
+
+
+def test_the_output_limit_is_64_kib_on_each_stream(tmp_path: Path) -> None:
+    # The documented limit, written out: 65,536 bytes are read, one more is refused.
+    fits = "import sys\nsys.stdout.write('t' * 65536)\nsys.stderr.write('e' * 65536)"
+    assert len(_run(fits, tmp_path)) == 65536
+    for stream in ("stdout", "stderr"):
+        with pytest.raises(AuthError, match="printed more than 65536 bytes"):
+            _run(f"import sys\nsys.{stream}.write('x' * 65537)", tmp_path)
+
+
+def test_a_command_that_prints_too_much_is_killed_at_once_not_left_to_finish(
+    tmp_path: Path,
+) -> None:
+    # It would write `finished` half a minute later: killed with its group, it never does.
+    code = (
+        "import sys, time\nsys.stdout.write('x' * 70000)\nsys.stdout.flush()\n"
+        "time.sleep(30)\nopen('finished', 'w').close()"
+    )
+    with pytest.raises(AuthError, match="printed more than"):
+        _run(code, tmp_path, timeout=120)
+    assert not (tmp_path / "finished").exists()
+
+
+def test_a_command_gets_no_standard_input_even_when_the_runner_has_one(tmp_path: Path) -> None:
+    reading, writing = os.pipe()
+    os.write(writing, b"typed-by-someone")
+    os.close(writing)
+    saved = os.dup(0)
+    os.dup2(reading, 0)  # the runner's own stdin: a pipe with something in it
+    try:
+        out = _run("import sys; print(repr(sys.stdin.read()) + ' read')", tmp_path)
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+        os.close(reading)
+    assert out == "'' read"
+
+
+def test_a_program_that_cannot_start_is_named_with_the_reason(tmp_path: Path) -> None:
+    for program, reason in [
+        (tmp_path / "missing", "No such file or directory"),
+        (tmp_path, "Permission denied"),  # a folder is no program
+    ]:
+        with pytest.raises(AuthError) as caught:
+            asyncio.run(
+                run_command(
+                    [str(program)], env={}, cwd=tmp_path, timeout_s=5, what="the assertion command"
+                )
+            )
+        assert (
+            str(caught.value) == f"the assertion command {str(program)!r} could not start: {reason}"
+        )
+        assert caught.value.kind == "config"
+
+
+@pytest.mark.parametrize(
+    ("output", "lifetime"),
+    [
+        ('{"token": "t", "expires_in": 0.5}', 0.5),  # any positive number, a fraction too
+        ('{"token": "t", "expires_in": 30}', 30.0),
+        ('{"headers": {"X-Key": "k"}, "expires_in": 7}', 7.0),
+    ],
+)
+def test_every_positive_expires_in_is_the_tokens_lifetime(output: str, lifetime: float) -> None:
+    token = parse_token_output(output)
+    assert token.lifetime_s == lifetime and token.scope is None
+    assert token.expires_at is not None
+    assert time.monotonic() < token.expires_at <= time.monotonic() + lifetime
+
+
+@pytest.mark.parametrize("expires", ["0", "-0.5", '"30"', "null"])
+def test_an_expires_in_that_is_not_a_positive_number_is_refused_or_ignored(expires: str) -> None:
+    output = f'{{"token": "t", "expires_in": {expires}}}'
+    if expires == "null":  # not given
+        assert parse_token_output(output).expires_at is None
+        return
+    with pytest.raises(AuthError, match="not a positive number"):
+        parse_token_output(output)
+
+
+def test_expires_in_wins_over_refresh_every_which_applies_only_without_it() -> None:
+    assert (
+        parse_token_output('{"token": "t", "expires_in": 30}', refresh_every=100).lifetime_s == 30
+    )
+    assert parse_token_output('{"token": "t"}', refresh_every=100).lifetime_s == 100
+    assert parse_token_output("t", refresh_every=100).lifetime_s == 100
+    assert parse_token_output('{"token": "t"}').lifetime_s is None
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        '{"token": ""}',  # an empty token is none
+        '{"token": 5}',  # a token that is not text is none
+        '{"token": null, "headers": {}}',
+        '{"headers": ["Authorization: Bearer t"]}',  # headers that are not an object
+        '{"headers": "Authorization: Bearer t"}',
+    ],
+)
+def test_every_output_without_a_usable_token_or_headers_is_refused(output: str) -> None:
+    with pytest.raises(AuthError, match='neither "token" nor "headers"') as caught:
+        parse_token_output(output)
+    assert caught.value.kind == "config"
+
+
+def test_a_token_beside_headers_is_sent_as_the_bearer_header_alone() -> None:
+    token = parse_token_output('{"token": "t1", "headers": {"X-Key": "k"}}')
+    assert token.headers == {"Authorization": "Bearer t1"}
+
+
+@pytest.mark.parametrize("value", ["1", "null", '["a"]', '{"a": "b"}', "true"])
+def test_every_header_value_must_be_text(value: str) -> None:
+    with pytest.raises(AuthError, match="map names to strings"):
+        parse_token_output(f'{{"headers": {{"X-Key": "k", "X-Other": {value}}}}}')
+
+
+def test_json_that_is_not_an_object_is_refused() -> None:
+    for output in ('{"token": "t"} trailing', "{"):
+        with pytest.raises(AuthError, match="not JSON"):
+            parse_token_output(output)
