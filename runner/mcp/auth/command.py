@@ -96,8 +96,7 @@ def parse_token_output(text: str, *, refresh_every: float | None = None) -> Toke
             "the command's output starts with `{` but is not JSON (print a bare token, or "
             '{"token": ..., "expires_in": N} or {"headers": {...}, "expires_in": N})'
         ) from None
-    if not isinstance(data, dict):
-        raise AuthError("the command's JSON output is not an object")
+    # Text that starts with `{` is a JSON object or no JSON at all.
     expires = data.get("expires_in")
     if expires is not None and (not isinstance(expires, int | float) or expires <= 0):
         raise AuthError("the command's `expires_in` is not a positive number of seconds")
