@@ -6,8 +6,11 @@ never serves: protected resource metadata, several authorization servers, every 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import http.server
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -298,3 +301,42 @@ def test_a_read_answer_keeps_its_status_its_type_and_its_request_and_nothing_els
     assert str(response.request.url) == "https://x.example/d"
     untyped = _sent_through(httpx2.Response(200, content=b"x"))
     assert untyped.headers["Content-Type"] == "application/octet-stream"
+
+
+class _Big(http.server.BaseHTTPRequestHandler):
+    """A server whose `/big` answers 2 MiB and everything else `{}`."""
+
+    def do_GET(self) -> None:
+        big = self.path == "/big"
+        body = b" " * (2 << 20) if big else b"{}"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        with contextlib.suppress(OSError):  # the client stops reading a refused answer
+            self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_an_answer_refused_for_its_size_gives_its_connection_back() -> None:
+    # One connection: a refused answer left open would hold it, and the next request would
+    # wait for the pool and fail.
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Big)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{server.server_port}"
+
+    async def go() -> bytes:
+        limits = httpx2.Limits(max_connections=1)
+        async with httpx2.AsyncClient(limits=limits, timeout=httpx2.Timeout(30, pool=2)) as client:
+            with pytest.raises(AuthError, match="answered more than"):
+                await bounded_send(client, client.build_request("GET", f"{base}/big"))
+            return (await bounded_send(client, client.build_request("GET", f"{base}/d"))).content
+
+    try:
+        assert asyncio.run(go()) == b"{}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
