@@ -19,7 +19,7 @@ import httpx2
 import pytest
 
 from runner.mcp.auth import AuthError
-from runner.mcp.auth.discovery import INTERACTIVE_GRANTS, MAX_DOCUMENT, bounded_send, discover
+from runner.mcp.auth.discovery import MAX_DOCUMENT, bounded_send, discover
 from tests.mcp.auth.inprocess import Sent, authorization_server, recording_client
 from tests.mcp.auth.test_discovery import (
     AS,
@@ -83,7 +83,16 @@ def test_a_pinned_issuer_is_asked_directly_and_must_be_the_one_its_metadata_name
     assert f"names issuer {liar}, not {lying.as_url} (RFC 8414 section 3.3)" in str(error)
 
 
-@pytest.mark.parametrize("grant", sorted(INTERACTIVE_GRANTS))
+@pytest.mark.parametrize(
+    "grant",
+    [
+        "authorization_code",
+        "implicit",
+        "password",
+        "device_code",
+        "urn:ietf:params:oauth:grant-type:device_code",
+    ],
+)
 def test_every_interactive_grant_is_named_as_needing_a_person(grant: str) -> None:
     error, _ = _discover(
         {MCP: _401_with_hint, PRM_HINT: _prm(), ASM_AT: _asm(grant_types_supported=[grant])}
@@ -183,6 +192,21 @@ def test_every_5xx_and_429_of_resource_metadata_is_an_outage_if_no_other_answers
 def test_a_failing_place_of_resource_metadata_does_not_hide_the_next_one() -> None:
     found, _ = _discover({MCP: 401, PRM_PATH: 503, PRM_ROOT: _prm(), ASM_AT: _asm()})
     assert found.issuer == AS and found.scopes_supported == ["a:read"]
+
+
+def test_a_named_resource_metadata_place_that_has_none_falls_back_to_the_origin() -> None:
+    origin = "https://mcp.example.com"
+    found, asked = _discover(
+        {
+            MCP: _401_with_hint,
+            PRM_HINT: 404,
+            PRM_PATH: 404,
+            PRM_ROOT: 404,
+            ORIGIN_ASM: _asm(issuer=origin),
+        }
+    )
+    assert found.issuer == origin and found.scopes_supported is None
+    assert asked[:2] == [MCP, PRM_HINT]
 
 
 @pytest.mark.parametrize("status", [201, 204, 301, 401, 403, 404, 428, 499])

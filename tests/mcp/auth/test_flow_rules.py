@@ -91,7 +91,7 @@ def test_a_bearer_token_is_sent_as_it_is_and_registered(tmp_path: Path) -> None:
     assert _header(opened) == "Bearer tok-fixed-1"
     assert {"Bearer tok-fixed-1", "tok-fixed-1"} <= set(opened.registered)
     assert opened.sent == []  # a bearer token needs no request
-    assert opened.auth is not None
+    assert opened.auth is not None and opened.auth.refused is False
     assert opened.auth.record.as_json() == {
         "server": "tracker",
         "type": "bearer",
