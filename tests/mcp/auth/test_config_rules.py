@@ -88,6 +88,7 @@ def test_every_oauth_type_asks_for_no_scope_unless_told(kind: str) -> None:
 @pytest.mark.parametrize("kind", ["client_credentials", "jwt_bearer"])
 def test_every_oauth_type_takes_an_http_or_https_issuer_and_nothing_else(kind: str) -> None:
     assert _auth(**MINIMAL[kind]).issuer is None
+    assert _auth(**MINIMAL[kind], issuer=None).issuer is None  # `issuer: ~` in YAML: unset
     for issuer in ("https://as.example", "http://127.0.0.1:8"):
         assert _auth(**MINIMAL[kind], issuer=issuer).issuer == issuer
     for wrong in ("as.example", "ftp://as.example", "https:/as.example"):
@@ -163,6 +164,13 @@ def test_every_secret_field_is_listed_under_its_name_and_nothing_else() -> None:
     jwt = _auth(**MINIMAL["jwt_bearer"], client_id="cid", client_secret="s2")
     assert auth_secret_values(jwt) == {"client_secret": "s2"}
     assert auth_secret_values(_auth(**MINIMAL["jwt_bearer"], client_id="cid")) == {}
+    secret = _auth(**MINIMAL["client_credentials"])
+    assert auth_secret_values(secret) == {"client_secret": "s"}
+
+
+def test_an_empty_value_is_no_secret_to_mask() -> None:
+    jwt = _auth(**MINIMAL["jwt_bearer"], client_id="cid", client_secret="")
+    assert auth_secret_values(jwt) == {}
 
 
 def test_every_line_of_a_private_key_of_16_characters_or_more_is_listed() -> None:
