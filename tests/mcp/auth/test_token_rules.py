@@ -84,6 +84,7 @@ def test_a_failure_is_a_configuration_error_unless_it_says_unreachable() -> None
     assert AuthError("x").kind == "config"
     assert AuthError("x", "unreachable").kind == "unreachable"
     assert str(AuthError("the reason")) == "the reason"
+    assert str(AuthError("the reason", "unreachable")) == "the reason"  # the message alone
 
 
 def test_a_new_record_has_no_issuer_scopes_expiry_or_renewals() -> None:
