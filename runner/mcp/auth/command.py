@@ -6,23 +6,22 @@ A `command` auth program prints either a bare token on its first line, or one JS
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-import os
+import subprocess
 import time
 from collections.abc import Mapping
 from pathlib import Path
 
+import anyio
+
 from runner.mcp.auth.token import AuthError, Token
+from runner.workspace import kill_group, read_pipe, run_to_end, start_group
 
 __all__ = ["MAX_OUTPUT", "parse_token_output", "run_command"]
 
 MAX_OUTPUT = 64 * 1024
 """The most bytes of output read from a command; more is a failure."""
 _STDERR_TAIL = 300
-_DRAIN_S = 5.0
-"""How long a stopped command's pipes may take to close."""
 
 
 async def run_command(
@@ -30,82 +29,59 @@ async def run_command(
 ) -> str:
     """The command's standard output (stripped). Raises AuthError (config) when it cannot start,
     exits non-zero, prints nothing or too much, or outlives `timeout_s`. Its stderr is quoted
-    only as a short tail (the caller's redactor masks what it quotes)."""
+    only as a short tail (the caller's redactor masks what it quotes).
+
+    It runs as the leader of its own process group, killed whole however the run ends (the
+    workspace's `start_group` and `run_to_end`, as execute_command's commands are)."""
     try:
-        process = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+        process = await start_group(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             env=dict(env),
             cwd=cwd,
-            start_new_session=True,
         )
     except OSError as exc:
         raise AuthError(f"{what} {argv[0]!r} could not start: {exc.strerror or exc}") from None
-    try:
-        out, err = await asyncio.wait_for(_bounded(process), timeout_s)
-        code = await process.wait()
-    except TimeoutError:
-        raise AuthError(f"{what} {argv[0]!r} did not finish within {timeout_s:g} s") from None
-    except _TooMuch:
-        raise AuthError(f"{what} {argv[0]!r} printed more than {MAX_OUTPUT} bytes") from None
-    finally:
-        if process.returncode is None:  # timed out, too talkative, or the run was cancelled
-            _kill(process)
-        # Read the pipes to their end: one left paused with unread output (a command stopped
-        # for printing too much) never reports its end, and `wait()` would wait for ever. A
-        # process outside the group that still holds a pipe is given a few seconds, no more.
-        with contextlib.suppress(Exception):
-            await asyncio.shield(asyncio.wait_for(_drained(process), _DRAIN_S))
-    tail = err.decode("utf-8", "replace").strip()[-_STDERR_TAIL:]
+    out, err = _Capped(process.pid), _Capped(process.pid)
+
+    async def read_output() -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(read_pipe, process.stdout, out.add)
+            group.start_soon(read_pipe, process.stderr, err.add)
+
+    timed_out = await run_to_end(process, read_output, timeout_s=timeout_s, watcher=None)
+    if out.too_much or err.too_much:
+        raise AuthError(f"{what} {argv[0]!r} printed more than {MAX_OUTPUT} bytes")
+    if timed_out:
+        raise AuthError(f"{what} {argv[0]!r} did not finish within {timeout_s:g} s")
+    tail = err.data.decode("utf-8", "replace").strip()[-_STDERR_TAIL:]
     said = f"; its stderr ends with: {tail!r}" if tail else ""
-    if code != 0:
-        raise AuthError(f"{what} {argv[0]!r} exited with {code}{said}")
-    text = out.decode("utf-8", "replace").strip()
+    if process.returncode != 0:
+        raise AuthError(f"{what} {argv[0]!r} exited with {process.returncode}{said}")
+    text = out.data.decode("utf-8", "replace").strip()
     if not text:
         raise AuthError(f"{what} {argv[0]!r} printed nothing{said}")
     return text
 
 
-class _TooMuch(Exception):
-    pass
+class _Capped:
+    """One pipe's output, at most MAX_OUTPUT bytes: one byte more kills the command's group
+    (the pipe is still read to its end, so that the group's end is seen)."""
 
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.data = bytearray()
+        self.too_much = False
 
-async def _bounded(process: asyncio.subprocess.Process) -> tuple[bytes, bytes]:
-    assert process.stdout is not None and process.stderr is not None
-
-    async def read(stream: asyncio.StreamReader) -> bytes:
-        data = b""
-        while chunk := await stream.read(8192):
-            data += chunk
-            if len(data) > MAX_OUTPUT:
-                raise _TooMuch
-        return data
-
-    reads = [
-        asyncio.ensure_future(read(process.stdout)),
-        asyncio.ensure_future(read(process.stderr)),
-    ]
-    try:
-        out, err = await asyncio.gather(*reads)
-    finally:
-        for pending in reads:  # one stream's failure stops the other's read too
-            pending.cancel()
-    return out, err
-
-
-async def _drained(process: asyncio.subprocess.Process) -> None:
-    """Discard what is left on the command's pipes until they close, then reap it."""
-    for stream in (process.stdout, process.stderr):
-        while stream is not None and await stream.read(65536):
-            pass
-    await process.wait()
-
-
-def _kill(process: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, 9)
+    def add(self, chunk: bytes) -> None:
+        if self.too_much:
+            return
+        self.data += chunk
+        if len(self.data) > MAX_OUTPUT:
+            self.too_much = True
+            kill_group(self.pid)
 
 
 def parse_token_output(text: str, *, refresh_every: float | None = None) -> Token:
@@ -120,8 +96,7 @@ def parse_token_output(text: str, *, refresh_every: float | None = None) -> Toke
             "the command's output starts with `{` but is not JSON (print a bare token, or "
             '{"token": ..., "expires_in": N} or {"headers": {...}, "expires_in": N})'
         ) from None
-    if not isinstance(data, dict):
-        raise AuthError("the command's JSON output is not an object")
+    # Text that starts with `{` is a JSON object or no JSON at all.
     expires = data.get("expires_in")
     if expires is not None and (not isinstance(expires, int | float) or expires <= 0):
         raise AuthError("the command's `expires_in` is not a positive number of seconds")

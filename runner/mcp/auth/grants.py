@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import base64
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from urllib.parse import quote
 
 import httpx2
-from mcp.client.auth.extensions.client_credentials import SignedJWTParameters
+import jwt
 from mcp.shared.auth import OAuthToken
 from pydantic import ValidationError
 
@@ -31,6 +32,8 @@ CLIENT_CREDENTIALS = "client_credentials"
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 _ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 _MAX_ERROR = 300
+_ASSERTION_LIFETIME_S = 120
+"""How long a signed client assertion is valid (RFC 7523 asks for a short `exp`)."""
 
 Form = tuple[dict[str, str], dict[str, str]]
 """The token request's form fields and headers."""
@@ -55,15 +58,8 @@ async def client_credentials_form(
     """The client credentials request; a signed assertion is handed to `secret` to be masked."""
     data = {"grant_type": CLIENT_CREDENTIALS, **_common(found, cfg.scopes)}
     if cfg.private_key is not None:
-        params = SignedJWTParameters(
-            issuer=cfg.client_id,
-            subject=cfg.client_id,
-            signing_key=cfg.private_key,
-            signing_algorithm=cfg.signing_alg,
-            lifetime_seconds=120,
-        )
         try:
-            assertion = await params.create_assertion_provider()(found.issuer)
+            assertion = _client_assertion(cfg, cfg.private_key, found.issuer)
         except Exception as exc:  # a key pyjwt cannot use for this algorithm
             raise AuthError(
                 f"cannot sign the client assertion with `private_key` ({cfg.signing_alg}): "
@@ -78,6 +74,22 @@ async def client_credentials_form(
         data.update(client_id=cfg.client_id, client_secret=cfg.client_secret)
         return data, {}
     return data, _basic(cfg.client_id, cfg.client_secret)
+
+
+def _client_assertion(cfg: ClientCredentialsAuth, key: str, audience: str) -> str:
+    """The `private_key_jwt` client assertion (RFC 7523 section 3): `iss` and `sub` the client,
+    `aud` the issuer, short-lived, a fresh `jti`; `kid` in its header when `key_id` is set."""
+    now = int(time.time())
+    claims = {
+        "iss": cfg.client_id,
+        "sub": cfg.client_id,
+        "aud": audience,
+        "iat": now,
+        "exp": now + _ASSERTION_LIFETIME_S,
+        "jti": uuid.uuid4().hex,
+    }
+    headers = {"kid": cfg.key_id} if cfg.key_id else None
+    return jwt.encode(claims, key, algorithm=cfg.signing_alg, headers=headers)
 
 
 def jwt_bearer_form(cfg: JwtBearerAuth, found: Discovered, assertion: str) -> Form:

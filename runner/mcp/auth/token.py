@@ -43,7 +43,7 @@ class Token:
         its lifetime, for short-lived tokens)."""
         if self.expires_at is None:
             return False
-        lead = min(margin_s, (self.lifetime_s or margin_s) / 5)
+        lead = margin_s if self.lifetime_s is None else min(margin_s, self.lifetime_s / 5)
         return time.monotonic() >= self.expires_at - lead
 
     def values(self) -> list[str]:
