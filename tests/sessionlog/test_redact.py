@@ -236,9 +236,7 @@ def test_each_later_registration_reaches_a_redactor_that_saw_the_earlier_one() -
 
 
 @pytest.mark.usefixtures("fresh_registry")
-def test_a_registered_secret_of_the_shortest_length_is_masked_where_it_stands_alone() -> (
-    None
-):
+def test_a_registered_secret_of_the_shortest_length_is_masked_where_it_stands_alone() -> None:
     from runner.redact import register_secrets
 
     shortest, shorter = "q" * MIN_LENGTH, "z" * (MIN_LENGTH - 1)

@@ -10,8 +10,10 @@ What it refuses, and why a filter (not the backend) does it:
 - **Datagram and raw sockets, when network is not `true`** (`net`). Landlock's network rules
   know TCP only, so UDP (a DNS query to the host's resolver is a way out) and raw or packet
   sockets are refused here: `AF_INET`/`AF_INET6` sockets other than TCP streams, and every
-  `AF_PACKET` socket, fail with EACCES. Under bubblewrap the network namespace already has no
-  route; the filter is the same for both, so the record means the same.
+  family but those and `AF_NETLINK` (which the C library asks for the host's addresses), fail
+  with EACCES: `AF_PACKET`, and `AF_VSOCK`, which reaches a virtual machine's host and which
+  neither a network namespace nor Landlock confines. Under bubblewrap the network namespace
+  already has no route; the filter is the same for both, so the record means the same.
 - **User namespaces** (`caps`). `unshare(CLONE_NEWUSER)` and `clone(CLONE_NEWUSER)` fail with
   EPERM: inside one, a command holds every capability again over its own mounts
   (`unshare -rm sh -c 'mount -t tmpfs x /usr'`). `clone3()` takes its flags in memory a filter
@@ -42,7 +44,7 @@ __all__ = ["filter_pipe", "program"]
 
 _LD_W_ABS, _ALU_AND_K, _JEQ_K, _JSET_K, _RET_K = 0x20, 0x54, 0x15, 0x45, 0x06
 _ALLOW, _ERRNO = 0x7FFF0000, 0x00050000
-_AF_UNIX, _AF_INET, _AF_INET6, _AF_PACKET = 1, 2, 10, 17
+_AF_UNIX, _AF_INET, _AF_INET6, _AF_NETLINK = 1, 2, 10, 16
 _SOCK_TYPE_MASK, _SOCK_STREAM, _IPPROTO_TCP = 0xF, 1, 6
 _CLONE_NEWUSER = 0x10000000
 _TIOCSTI, _TIOCLINUX = 0x5412, 0x541C
@@ -110,11 +112,12 @@ def program(machine: str | None = None, *, network: bool = False) -> bytes | Non
         code += [(_JEQ_K, label, 0, nr) for numbers, label in jumps for nr in numbers]
         code.append((_RET_K, 0, 0, _ALLOW))
     code += ["socket", (_LD_W_ABS, 0, 0, _ARGS[0]), (_JEQ_K, "deny", 0, _AF_UNIX)]
-    if not network:
-        code += [(_JEQ_K, "deny", 0, _AF_PACKET)]
+    if network:
+        code.append((_RET_K, 0, 0, _ALLOW))
+    else:  # inet and netlink; every other family (packet, vsock, ...) refused
         code += [(_JEQ_K, "inet", 0, _AF_INET), (_JEQ_K, "inet", 0, _AF_INET6)]
-    code.append((_RET_K, 0, 0, _ALLOW))
-    if not network:  # a TCP stream (protocol 0 or IPPROTO_TCP) and nothing else
+        code += [(_JEQ_K, "allow", "deny", _AF_NETLINK)]
+        # inet: a TCP stream (protocol 0 or IPPROTO_TCP) and nothing else
         code += ["inet", (_LD_W_ABS, 0, 0, _ARGS[1]), (_ALU_AND_K, 0, 0, _SOCK_TYPE_MASK)]
         code += [(_JEQ_K, 0, "deny", _SOCK_STREAM), (_LD_W_ABS, 0, 0, _ARGS[2])]
         code += [(_JEQ_K, "allow", 0, 0), (_JEQ_K, "allow", "deny", _IPPROTO_TCP)]
