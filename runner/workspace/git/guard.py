@@ -263,18 +263,10 @@ def _take_git_dir(
 
 def _git_dirs_under(folder: Path, budget: list[int], depth: int = 0) -> Iterator[Path]:
     """Git folders below `worktrees/` or `modules/` (a submodule's name may hold slashes)."""
-    if depth > _DEPTH_LIMIT or not _is_dir(folder):
+    if depth > _DEPTH_LIMIT:
         return
-    try:
-        children = sorted(os.scandir(folder), key=lambda e: e.name)
-    except OSError:
-        return
-    for child in children:
-        budget[0] -= 1
-        if budget[0] < 0:
-            return
-        path = Path(child.path)
-        if not _is_dir(path) or child.name in ("objects", "refs", "logs"):
+    for path in _children(folder, budget):
+        if not _is_dir(path) or path.name in ("objects", "refs", "logs"):
             continue
         if os.path.lexists(path / "HEAD") or os.path.lexists(path / "config"):
             yield path
@@ -285,17 +277,27 @@ def _git_dirs_under(folder: Path, budget: list[int], depth: int = 0) -> Iterator
 def _walk(root: Path, budget: list[int], depth: int = 0) -> Iterator[Path]:
     """`root` and what is below it, without following a link; bounded by `budget`."""
     yield root
-    if depth > _DEPTH_LIMIT or not _is_dir(root):
+    if depth > _DEPTH_LIMIT:
+        return
+    for child in _children(root, budget):
+        yield from _walk(child, budget, depth + 1)
+
+
+def _children(folder: Path, budget: list[int]) -> Iterator[Path]:
+    """What a folder (not a link to one) holds, by name, each paid from `budget`: nothing more
+    once it is spent."""
+    if not _is_dir(folder):
         return
     try:
-        children = sorted(os.scandir(root), key=lambda e: e.name)
+        with os.scandir(folder) as entries:
+            children = sorted(entries, key=lambda e: e.name)
     except OSError:
         return
     for child in children:
         budget[0] -= 1
         if budget[0] < 0:
             return
-        yield from _walk(Path(child.path), budget, depth + 1)
+        yield Path(child.path)
 
 
 def _is_dir(path: Path) -> bool:
