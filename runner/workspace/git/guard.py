@@ -93,17 +93,28 @@ def git_places(workdir: Path) -> GitPlaces | None:
         line = text.decode("utf-8", errors="replace").strip() if text else ""
         if not line.startswith("gitdir:"):
             return None
-        git_dir = (folder / line.removeprefix("gitdir:").strip()).resolve()
-        return GitPlaces(entry, git_dir, _common(git_dir)) if git_dir.is_dir() else None
+        git_dir = _folder(folder, line.removeprefix("gitdir:"))
+        return GitPlaces(entry, git_dir, _common(git_dir)) if git_dir else None
     return None
 
 
 def _common(git_dir: Path) -> Path:
     text = _read(git_dir / "commondir", _GITFILE_LIMIT)
-    if not text:
-        return git_dir
-    common = (git_dir / text.decode("utf-8", errors="replace").strip()).resolve()
-    return common if common.is_dir() else git_dir
+    common = _folder(git_dir, text.decode("utf-8", errors="replace")) if text else None
+    return common or git_dir
+
+
+def _folder(base: Path, name: str) -> Path | None:
+    """The folder a `.git` file or `commondir` names, relative to `base`; None when it names
+    none (empty, missing, not a folder, a path the system refuses as too long)."""
+    name = name.strip()
+    if not name:
+        return None
+    try:
+        found = (base / name).resolve()
+        return found if found.is_dir() else None
+    except (OSError, ValueError):
+        return None
 
 
 def protected(places: GitPlaces, writable: bool) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
@@ -164,7 +175,7 @@ class GitRecord:
             changes.append(_describe(self._label(entry), self.items[entry], now[entry]))
             failed += self._restore_entry(now[entry])
             now = _take(self.places, self.within)
-        keys = _diff(self, now)
+        keys = [k for k in _diff(self, now) if k != entry]  # the entry is named above
         changes += [_describe(self._label(k), self.items.get(k), now.get(k)) for k in keys]
         absent = Item("absent")
         for key in sorted(keys, key=lambda k: -k.count("/")):
