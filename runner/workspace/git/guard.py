@@ -177,23 +177,18 @@ class GitRecord:
             now = _take(self.places, self.within)
         keys = [k for k in _diff(self, now) if k != entry]  # the entry is named above
         changes += [_describe(self._label(k), self.items.get(k), now.get(k)) for k in keys]
+        # A folder that is still a folder is never a key (only the entry's has an identity).
         absent = Item("absent")
         for key in sorted(keys, key=lambda k: -k.count("/")):
-            if now.get(key, absent).kind != "absent" and not self._kept(key, now[key]):
+            if now.get(key, absent).kind != "absent":  # never below a link: the walk stops there
                 _remove(Path(key))
-        for key in sorted(keys, key=lambda k: k.count("/")):
-            before = self.items.get(key)
-            current = now.get(key, absent)
-            if before is not None and before.kind != "absent" and not self._kept(key, current):
+        for key in keys:  # sorted: a folder before what it holds
+            before = self.items.get(key, absent)
+            if before.kind != "absent":
                 problem = _put_back(Path(key), before)
                 if problem:
                     failed.append(f"{self._label(key)}: {problem}")
         return changes, failed
-
-    def _kept(self, key: str, now: Item) -> bool:
-        """A folder that is still a folder stays (its changed contents are keys of their own)."""
-        before = self.items.get(key)
-        return before is not None and before.kind == "dir" == now.kind
 
     def _restore_entry(self, now: Item) -> list[str]:
         before = self.items[str(self.places.entry)]
@@ -203,7 +198,7 @@ class GitRecord:
             _remove(entry)
         if before.kind == "absent":
             return []  # a `.git` the agent made where there was none
-        if before.kind == "dir" and moved is not None:
+        if moved is not None:
             moved.rename(entry)
             return []
         problem = _put_back(entry, before)

@@ -30,14 +30,15 @@ from runner.workspace.git.worktree import WORKTREE_PREFIX
 _CONTROL = ("config", "config.worktree", "commondir")
 
 
-def _git_folder(folder: Path, *, head: bool = True) -> Path:
+def _git_folder(folder: Path, *, head: bool = True, config: bool = True) -> Path:
     """A git folder as git leaves it, made by hand: HEAD, config, hooks/, info/, objects/."""
     (folder / "hooks").mkdir(parents=True)
     (folder / "info").mkdir()
     (folder / "objects").mkdir()
     if head:
         (folder / "HEAD").write_text("ref: refs/heads/main\n", encoding="utf-8")
-    (folder / "config").write_text("[core]\n\tbare = false\n", encoding="utf-8")
+    if config:
+        (folder / "config").write_text("[core]\n\tbare = false\n", encoding="utf-8")
     (folder / "hooks" / "pre-commit.sample").write_text("#!/bin/sh\n", encoding="utf-8")
     (folder / "info" / "exclude").write_text("# exclude\n", encoding="utf-8")
     return folder
@@ -220,6 +221,8 @@ def test_every_nested_git_folder_is_recorded_but_the_runners_own_worktrees(work:
         _git_folder(dot / "modules" / "lib"),
         _git_folder(dot / "modules" / "deep" / "er" / "name"),  # a name holding slashes
         _git_folder(dot / "modules" / "cfg-only", head=False),  # config but no HEAD
+        _git_folder(dot / "modules" / "head-only", config=False),  # HEAD but no config
+        _git_folder(dot / "modules" / f"{WORKTREE_PREFIX}sub"),  # only worktrees/ skip it
         _git_folder(dot / "modules" / "lib" / "modules" / "inner"),  # a submodule's submodule
     ]
     own = _git_folder(dot / "worktrees" / f"{WORKTREE_PREFIX}1")
@@ -229,6 +232,7 @@ def test_every_nested_git_folder_is_recorded_but_the_runners_own_worktrees(work:
     taken = record(_places(work)).items
     for folder in nested:
         assert str(folder / "config") in taken, folder
+        assert str(folder / "hooks") in taken, folder
         assert str(folder / "hooks" / "pre-commit.sample") in taken, folder
     assert not [k for k in taken if k.startswith(str(own))]
     assert not [k for k in taken if "/objects/" in k]
@@ -543,10 +547,131 @@ def test_restoring_does_not_follow_a_link_planted_in_place_of_a_tree(
     victim.mkdir()
     (victim / "keep").write_text("keep", encoding="utf-8")
     before = record(_places(work))
+    (victim / "exclude").write_text("victim's", encoding="utf-8")
     shutil.rmtree(work / ".git" / "info")
     (work / ".git" / "info").symlink_to(victim)
     changes, failed = before.restore()
     assert ".git/info replaced (a dir, now a symlink)" in changes and failed == []
     assert (victim / "keep").read_text(encoding="utf-8") == "keep"
-    assert not (victim / "exclude").exists()
+    assert (victim / "exclude").read_text(encoding="utf-8") == "victim's"
     assert (work / ".git" / "info" / "exclude").is_file()
+
+
+def test_a_relative_workdir_is_found_from_where_the_runner_stands(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (work / "sub").mkdir()
+    monkeypatch.chdir(work / "sub")
+    assert _places(Path(".")).entry == work / ".git"
+
+
+@pytest.mark.parametrize("where", [".git", "commondir"])
+def test_bytes_that_are_not_utf8_in_a_git_file_or_commondir_crash_nothing(
+    tmp_path: Path, where: str
+) -> None:
+    store = _git_folder(tmp_path / "store")
+    (tmp_path / "w").mkdir()
+    if where == ".git":
+        (tmp_path / "w" / ".git").write_bytes(b"gitdir: \xff\xfe\n")
+        assert git_places(tmp_path / "w") is None
+    else:
+        (tmp_path / "w" / ".git").write_text(f"gitdir: {store}\n", encoding="utf-8")
+        (store / "commondir").write_bytes(b"\xff\xfe\n")
+        assert _places(tmp_path / "w").common_dir == store.resolve()
+
+
+def test_a_link_under_modules_or_worktrees_is_not_followed(work: Path, tmp_path: Path) -> None:
+    outside = _git_folder(tmp_path / "outside")
+    for name in ("modules", "worktrees"):
+        (work / ".git" / name).mkdir(exist_ok=True)
+        (work / ".git" / name / "evil").symlink_to(outside)
+    before = record(_places(work))
+    assert not [k for k in before.items if "/evil/" in k]
+    (outside / "hooks" / "post-checkout").write_text("evil", encoding="utf-8")
+    assert before.restore() == ([], [])
+    assert (outside / "hooks" / "post-checkout").exists()
+
+
+def test_git_folders_nested_in_git_folders_are_recorded_to_depth_eight(work: Path) -> None:
+    folder = work / ".git"
+    chain = []
+    for n in range(10):
+        folder = _git_folder(folder / "modules" / f"m{n}")
+        chain.append(folder)
+    taken = record(_places(work)).items
+    assert str(chain[7] / "config") in taken  # nested eight times
+    assert str(chain[8] / "config") not in taken
+
+
+def test_a_tree_replaced_by_a_fresh_folder_with_the_same_files_is_no_change(work: Path) -> None:
+    info = work / ".git" / "info"
+    before = record(_places(work))
+    data = (info / "exclude").read_bytes()
+    shutil.rmtree(info)
+    info.mkdir()
+    (info / "exclude").write_bytes(data)
+    assert before.restore() == ([], [])
+    assert Item("dir", 0o755).same(item_of(info))  # only the entry's folder has an identity
+
+
+def test_a_record_confined_to_one_folder_restores_only_there(tmp_path: Path) -> None:
+    store = _git_folder(tmp_path / "store")
+    linked = _git_folder(store / "worktrees" / "x")
+    (linked / "commondir").write_text("../..\n", encoding="utf-8")
+    top = (tmp_path / "w").resolve()
+    top.mkdir()
+    (top / ".git").write_text(f"gitdir: {linked}\n", encoding="utf-8")
+    before = record(_places(top), (linked.resolve(),))
+    (top / ".git").write_text("gitdir: /tmp/evil\n", encoding="utf-8")
+    (store / "hooks" / "a").write_text("", encoding="utf-8")
+    (linked / "hooks" / "b").write_text("", encoding="utf-8")
+    changes, failed = before.restore()
+    assert changes == [f"{linked.resolve()}/hooks/b added (file)"] and failed == []
+    assert (top / ".git").read_text(encoding="utf-8") == "gitdir: /tmp/evil\n"
+    assert (store / "hooks" / "a").exists() and not (linked / "hooks" / "b").exists()
+
+
+def test_a_git_folder_moved_aside_is_found_among_other_folders_never_through_a_link(
+    work: Path,
+) -> None:
+    for name in ("aaa", "mmm", "zzz", "bbb", "yyy"):
+        (work / name).mkdir()
+    (work / ".git" / "hooks" / "only-here").write_text("x", encoding="utf-8")
+    before = record(_places(work))
+    (work / ".git").rename(work / "mmm" / "aside")
+    (work / "link").symlink_to(work / "mmm" / "aside")
+    changes, failed = before.restore()
+    assert changes[0] == ".git removed" and failed == []
+    assert (work / ".git").is_dir() and not (work / ".git").is_symlink()
+    assert (work / "link").is_symlink()
+    for name in ("aaa", "mmm", "zzz", "bbb", "yyy"):
+        assert (work / name).is_dir(), name
+    (work / ".git").rename(work / "gone")
+    shutil.rmtree(work / "gone")
+    _git_folder(work / ".git")
+    before = record(_places(work))
+    (work / ".git").rename(work / "yyy" / "x")
+    (work / ".git").mkdir()
+    (work / "yyy" / "x").rename(work / "moved")
+    assert before.restore()[1] == []
+    assert (work / ".git" / "config").is_file() and not (work / "moved").exists()
+
+
+def test_no_read_leaves_a_descriptor_open(work: Path) -> None:
+    os.mkfifo(work / "pipe")
+    (work / "file").write_bytes(b"x" * 100)
+    opened = len(os.listdir("/proc/self/fd"))
+    for _ in range(50):
+        digest_of(work / "file", 10)
+        digest_of(work / "pipe", 10)
+        item_of(work / "file")
+        item_of(work / "pipe")
+        git_places(work)
+    assert len(os.listdir("/proc/self/fd")) == opened
+
+
+def test_a_put_back_the_system_refuses_says_why(work: Path) -> None:
+    problem = put_back(work / ("x" * 300), Item("file", 0o644, b"x", "d"))
+    assert "File name too long" in problem
+    assert put_back(work / "m", Item("dir")) == ""
+    assert (work / "m").stat().st_mode & 0o777 == 0o755

@@ -101,6 +101,18 @@ def test_the_index_is_read_from_the_git_folder_named_not_one_git_would_find(
     assert set(gitlink_entries(places, env)) == {str(sub / "theirs" / ".git")}
 
 
+def test_the_index_is_read_whole_wherever_the_runner_stands(
+    top: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _index(top / ".git", [(0o160000, b"a/one"), (0o160000, b"b/two")])
+    (top / "a").mkdir()
+    monkeypatch.chdir(top / "a")
+    assert set(gitlink_entries(_places(top), os.environ)) == {
+        str(top / "a" / "one" / ".git"),
+        str(top / "b" / "two" / ".git"),
+    }
+
+
 def test_the_work_tree_is_pinned_whatever_the_config_says(top: Path) -> None:
     git(top, "config", "core.bare", "true")  # ls-files needs a work tree
     _index(top / ".git", [(0o160000, b"sub")])
