@@ -7,6 +7,7 @@ not. Real repositories in tmp folders, real git, real files, the trial as a real
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 from pathlib import Path
 
@@ -308,6 +309,25 @@ def test_a_submodule_git_file_that_appears_or_changes_is_put_back(
     assert not os.path.lexists(repo / "added" / ".git")
     assert not os.path.lexists(repo / "folder" / ".git")
     assert (repo / "kept" / ".git").read_text(encoding="utf-8") == "gitdir: ../.git\n"
+
+
+def test_a_gitlink_naming_the_work_tree_itself_never_removes_the_repository(
+    repo: Path,
+) -> None:
+    left = prepare(repo, (repo,), "landlock", writable_git=True, out_dir=None)
+    for name in (".", "./", ""):
+        # Written by hand into the index: git reads such an entry, though it would never add one.
+        sha = bytes.fromhex("a" * 40)
+        body = b"DIRC" + (2).to_bytes(4, "big") + (1).to_bytes(4, "big")
+        entry = (0).to_bytes(24, "big") + (0o160000).to_bytes(4, "big") + bytes(12) + sha
+        entry += len(name).to_bytes(2, "big") + name.encode()
+        entry += b"\0" * (8 - len(entry) % 8)
+        body += entry
+        (repo / ".git" / "index").write_bytes(body + hashlib.sha1(body).digest())
+        assert git(repo, "ls-files", "--stage").startswith("160000 "), name
+        left.finish()
+        assert (repo / ".git" / "config").is_file(), name
+        assert (repo / ".git" / "objects").is_dir(), name
 
 
 # --- the files of --out ----------------------------------------------------------------------

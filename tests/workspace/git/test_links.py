@@ -69,7 +69,19 @@ def test_every_gitlink_inside_the_work_tree_is_listed_with_its_git_entry(top: Pa
 
 
 @pytest.mark.parametrize(
-    "name", [b"../up", b"a/../../up", b"/abs/x", b".git", b"ok/.git/x", b"a/.git"]
+    "name",
+    [
+        b"../up",
+        b"a/../../up",
+        b"/abs/x",
+        b".git",
+        b"ok/.git/x",
+        b"a/.git",
+        b"",
+        b".",
+        b"./",
+        b"a/..",
+    ],
 )
 def test_a_gitlink_path_leaving_the_work_tree_or_inside_a_git_folder_is_ignored(
     top: Path, name: bytes
@@ -114,7 +126,8 @@ def test_the_index_is_read_whole_wherever_the_runner_stands(
 
 
 def test_the_work_tree_is_pinned_whatever_the_config_says(top: Path) -> None:
-    git(top, "config", "core.bare", "true")  # ls-files needs a work tree
+    # A work tree above `top` would make `top` a subfolder of it, and list only what is below.
+    git(top, "config", "core.worktree", str(top.parent))
     _index(top / ".git", [(0o160000, b"sub")])
     assert set(gitlink_entries(_places(top), os.environ)) == {str(top / "sub" / ".git")}
 
