@@ -258,7 +258,7 @@ def _take_out(out: Path) -> dict[str, _Kept]:
                 stack.append(child)
                 continue
             small = info.st_size <= _KEEP_FILE and (
-                budget >= info.st_size or "tasks" in child.parts
+                budget >= info.st_size or child.relative_to(out).parts[0] == "tasks"
             )
             mode = stat.S_IMODE(info.st_mode)
             item = item_of(child) if small and stat.S_ISREG(info.st_mode) else Item("file", mode)

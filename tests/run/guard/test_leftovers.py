@@ -15,6 +15,7 @@ import pytest
 
 from runner.outcome import SandboxRecord
 from runner.run.guard.leftovers import Leftovers, prepare
+from runner.workspace import git_places
 from tests.conftest import git
 
 _REASON = "the task changed what it may not leave behind (DESIGN 24): "
@@ -177,8 +178,10 @@ def test_the_stamp_carries_how_git_and_out_held(repo: Path) -> None:
 
 
 def test_the_trial_runs_only_under_bwrap_with_something_bound(repo: Path, tmp_path: Path) -> None:
+    out = _out(tmp_path)
     for left in (
-        prepare(repo, (repo,), "landlock", writable_git=False, out_dir=None),
+        prepare(repo, (repo, out), "landlock", writable_git=False, out_dir=out),
+        prepare(repo, (repo, out), "", writable_git=False, out_dir=out),
         Leftovers(backend="bwrap", git="read-only"),  # nothing bound
     ):
         before = left.git
@@ -214,6 +217,21 @@ def test_a_writable_git_folder_stays_writable_when_its_locks_do_not_hold(repo: P
     assert (repo / ".git" / "config").read_bytes().startswith(b"[core]")
 
 
+def test_a_pinned_entry_alone_is_tried(repo: Path) -> None:
+    places = git_places(repo)
+    left = Leftovers(git="writable", backend="bwrap", pinned=(repo / ".git",), places=places)
+    asyncio.run(left.trial(repo))
+    assert left.problems == [f"{repo / '.git'} was writable"] and left.git == "writable"
+
+
+def test_the_entry_is_tried_only_when_git_is_held(repo: Path, tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    for git_mode in ("checked", ""):
+        left = Leftovers(git=git_mode, backend="bwrap", locked=(gone,), places=git_places(repo))
+        asyncio.run(left.trial(repo))
+        assert left.problems == [], git_mode
+
+
 def test_a_bound_path_that_refuses_the_write_is_read_only(repo: Path, tmp_path: Path) -> None:
     gone = tmp_path / "gone"
     left = Leftovers(git="read-only", backend="bwrap", locked=(gone, gone / "f"))
@@ -240,6 +258,21 @@ def test_a_trial_that_does_not_run_claims_nothing_held(
         }, output
         if "oops" in output:
             assert left.problems[0] == "the trial did not run (oops)"
+        if output == "true":  # no line at all: the error itself is named
+            assert left.problems[0] == "the trial did not run (list index out of range)"
+
+
+def test_a_trial_that_cannot_start_claims_nothing_held(repo: Path, tmp_path: Path) -> None:
+    bound = tmp_path / "bound"
+    bound.mkdir()
+    left = Leftovers(git="read-only", backend="bwrap", locked=(bound,))
+    asyncio.run(left.trial(tmp_path / "no-such-workdir"))  # no entry: none is claimed
+    assert left.problems[0].startswith("the trial did not run (")
+    assert left.problems[1:] == [f"{bound} was writable"] and left.git == "checked"
+
+
+def test_nothing_recorded_is_nothing_compared() -> None:
+    assert Leftovers(links={}).finish() == ""
 
 
 def test_a_trial_that_does_not_run_names_the_end_of_its_error(
@@ -268,6 +301,16 @@ def test_more_than_twenty_changes_name_twenty_and_count_the_rest(repo: Path) -> 
     assert not list(hooks.glob("h*"))
 
 
+@pytest.mark.parametrize(
+    ("count", "tail"), [(20, "h19 added (file). Restored"), (21, "; and 1 more. Restored")]
+)
+def test_twenty_changes_are_all_named(repo: Path, count: int, tail: str) -> None:
+    left = prepare(repo, (), "", writable_git=False, out_dir=None)
+    for n in range(count):
+        (repo / ".git" / "hooks" / f"h{n:02}").write_text("evil\n", encoding="utf-8")
+    assert left.finish().endswith(tail)
+
+
 def test_what_cannot_be_put_back_is_named_at_most_ten_times(repo: Path, tmp_path: Path) -> None:
     hooks = repo / ".git" / "hooks"
     for n in range(12):
@@ -279,6 +322,23 @@ def test_what_cannot_be_put_back_is_named_at_most_ten_times(repo: Path, tmp_path
     assert ". Restored, but not: " in reason
     assert reason.count("not kept") == 10
     assert "big09" in reason.split("but not:")[1] and "big10" not in reason.split("but not:")[1]
+
+
+def test_changes_to_git_submodules_and_out_are_all_named_together(
+    repo: Path, tmp_path: Path
+) -> None:
+    out = _out(tmp_path)
+    left = prepare(repo, (repo, out), "landlock", writable_git=True, out_dir=out)
+    _plant_hook(repo)
+    _gitlink(repo, "sub")
+    (repo / "sub").mkdir()
+    (repo / "sub" / ".git").write_text("gitdir: /tmp/evil\n", encoding="utf-8")
+    (out / "report.xml").write_text("forged\n", encoding="utf-8")
+    (out / "big").write_bytes(b"x")
+    reason = left.finish()
+    assert ".git/hooks/pre-commit added (file)" in reason
+    assert f"{repo}/sub/.git added (a submodule's)" in reason
+    assert "OUT/report.xml changed" in reason
 
 
 def _gitlink(repo: Path, path: str) -> None:
@@ -301,6 +361,9 @@ def test_a_submodule_git_file_that_appears_or_changes_is_put_back(
     (repo / "added" / ".git").write_text(f"gitdir: {evil}/.git\n", encoding="utf-8")
     _gitlink(repo, "folder")
     (repo / "folder" / ".git").mkdir(parents=True)
+    _gitlink(repo, "linked")
+    (repo / "linked").mkdir()
+    (repo / "linked" / ".git").symlink_to(evil / ".git")
     (repo / "kept" / ".git").write_text(f"gitdir: {evil}/.git\n", encoding="utf-8")
     reason = left.finish()
     assert f"{repo}/added/.git added (a submodule's)" in reason
@@ -308,6 +371,8 @@ def test_a_submodule_git_file_that_appears_or_changes_is_put_back(
     assert f"{repo}/kept/.git changed (a submodule's)" in reason
     assert not os.path.lexists(repo / "added" / ".git")
     assert not os.path.lexists(repo / "folder" / ".git")
+    assert not os.path.lexists(repo / "linked" / ".git") and (evil / ".git" / "config").is_file()
+    assert "but not" not in reason
     assert (repo / "kept" / ".git").read_text(encoding="utf-8") == "gitdir: ../.git\n"
 
 
@@ -343,13 +408,13 @@ def test_every_file_of_out_that_changes_or_goes_is_put_back(repo: Path, tmp_path
     out = _out(tmp_path)
     (out / "link").symlink_to("report.xml")
     (out / "run.sh").write_text("#!/bin/sh\n", encoding="utf-8")
-    (out / "run.sh").chmod(0o755)
+    (out / "run.sh").chmod(0o754)
     left = _checked_out(repo, out)
     (out / "tasks" / "t.yaml").unlink()
     (out / "report.xml").write_text("<forged/>\n", encoding="utf-8")
     (out / "link").unlink()
     (out / "link").symlink_to("/etc/passwd")
-    (out / "run.sh").chmod(0o644)
+    (out / "run.sh").chmod(0o755)  # only the others' executable bit
     reason = left.finish()
     for said in (
         "OUT/tasks/t.yaml removed",
@@ -361,7 +426,7 @@ def test_every_file_of_out_that_changes_or_goes_is_put_back(repo: Path, tmp_path
     assert (out / "tasks" / "t.yaml").read_text(encoding="utf-8") == "task: t\n"
     assert (out / "report.xml").read_text(encoding="utf-8") == "<testsuites/>\n"
     assert os.readlink(out / "link") == "report.xml"
-    assert os.access(out / "run.sh", os.X_OK)
+    assert (out / "run.sh").stat().st_mode & 0o777 == 0o754
     assert left.finish() == ""
 
 
@@ -384,18 +449,36 @@ def test_a_file_of_out_rewritten_with_its_size_and_time_kept_is_a_change(
     assert (out / "report.xml").read_text(encoding="utf-8") == "<testsuites/>\n"
 
 
+def test_a_submodule_whose_folder_is_gone_is_named_as_not_put_back(repo: Path) -> None:
+    _gitlink(repo, "kept")
+    (repo / "kept").mkdir()
+    (repo / "kept" / ".git").write_text("gitdir: ../.git\n", encoding="utf-8")
+    left = prepare(repo, (repo,), "landlock", writable_git=True, out_dir=None)
+    (repo / "kept" / ".git").unlink()
+    (repo / "kept").rmdir()
+    (repo / "kept").write_text("a file now", encoding="utf-8")
+    reason = left.finish()
+    assert f"{repo}/kept/.git changed (a submodule's)" in reason
+    assert f"but not: {repo}/kept/.git: its folder is gone or not a folder" in reason
+
+
 def test_a_file_only_touched_is_no_change_but_a_log_may_only_grow(
     repo: Path, tmp_path: Path
 ) -> None:
     out = _out(tmp_path)
     log = out / "s.jsonl"
     log.write_text('{"a": 1}\n', encoding="utf-8")
+    big_log = out / "big.jsonl"
+    big_log.write_bytes(b"{}\n" * ((1 << 20) // 3 + 1))  # over 1 MiB: hashed, not kept
+    big = out / "big.bin"
+    big.write_bytes(b"x" * ((1 << 20) + 1))
     other = out / "notes.txt"
     other.write_text("abc\n", encoding="utf-8")
     left = _checked_out(repo, out)
     os.utime(out / "report.xml", ns=(1, 1))  # same bytes, new time
-    with log.open("a", encoding="utf-8") as more:
-        more.write('{"b": 2}\n')
+    for grown in (log, big_log):
+        with grown.open("a", encoding="utf-8") as more:
+            more.write('{"b": 2}\n')
     assert left.finish() == ""
     with other.open("a", encoding="utf-8") as more:  # grown, but not a log
         more.write("def\n")
@@ -455,6 +538,7 @@ def test_the_servers_logs_and_new_files_of_out_are_not_compared(repo: Path, tmp_
     left = _checked_out(repo, out)
     assert str(out / "mcp-logs" / "s.log") not in left.out_record
     assert str(out / "deep" / "mcp-logs" / "x") in left.out_record  # only the top one is skipped
+    assert str(out / "report.xml") in left.out_record  # named after it: still recorded
     (out / "mcp-logs" / "s.log").write_text("rewritten\n", encoding="utf-8")
     (out / "new.txt").write_text("new\n", encoding="utf-8")
     assert left.finish() == ""
@@ -477,10 +561,25 @@ def test_a_fifo_in_out_is_recorded_without_blocking_and_compared_by_kind(
 
 
 def test_out_records_at_most_five_thousand_files(repo: Path, tmp_path: Path) -> None:
-    out = _out(tmp_path)
-    many = out / "many"
+    out = (tmp_path / "OUT").resolve()
+    (out / "b").mkdir(parents=True)
+    (out / "b" / "x").touch()
+    many = out / "c"
     many.mkdir()
     for n in range(5003):
         (many / f"{n:05}").touch()
     left = _checked_out(repo, out)
     assert len([k for k in left.out_record if Path(k).parent == many]) == 5000
+    assert str(out / "b" / "x") not in left.out_record  # the count is full: no folder more
+
+
+def test_task_files_are_kept_whole_only_under_outs_own_tasks_folder(
+    repo: Path, tmp_path: Path
+) -> None:
+    out = (tmp_path / "tasks" / "OUT").resolve()
+    out.mkdir(parents=True)
+    mib = 1 << 20
+    for n in range(17):
+        (out / f"f{n:02}").write_bytes(b"x" * mib)
+    left = _checked_out(repo, out)
+    assert left.out_record[str(out / "f16")].item.data is None
