@@ -90,6 +90,12 @@ def test_a_git_link_counts_only_when_it_leads_to_a_folder(tmp_path: Path) -> Non
         store.resolve(),
         store.resolve(),
     )
+    linked = _git_folder(store / "worktrees" / "x")
+    (linked / "commondir").write_text("../..\n", encoding="utf-8")
+    (top / ".git").unlink()
+    (top / ".git").symlink_to(linked)  # a linked worktree's git folder: its common one differs
+    places = _places(top)
+    assert (places.git_dir, places.common_dir) == (linked.resolve(), store.resolve())
     for target in (store / "config", tmp_path / "nowhere"):
         (top / ".git").unlink()
         (top / ".git").symlink_to(target)
@@ -163,6 +169,14 @@ def test_commondir_names_the_common_folder_when_it_is_one(tmp_path: Path) -> Non
         places = _places(tmp_path / "w")
         assert places.common_dir == common.resolve(), text
         assert places.folders() == tuple(dict.fromkeys((common.resolve(), linked.resolve())))
+
+
+def test_a_git_folders_own_commondir_is_followed_as_git_does(work: Path, tmp_path: Path) -> None:
+    store = _git_folder(tmp_path / "store")
+    (work / ".git" / "commondir").write_text(f"{store}\n", encoding="utf-8")
+    places = _places(work)
+    assert (places.git_dir, places.common_dir) == (work / ".git", store.resolve())
+    assert str(store.resolve() / "hooks" / "pre-commit.sample") in record(places).items
 
 
 # --- what bubblewrap binds -------------------------------------------------------------------
