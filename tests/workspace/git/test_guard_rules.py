@@ -270,6 +270,11 @@ def test_objects_refs_and_logs_are_never_searched_for_git_folders(work: Path, sk
     assert not [k for k in taken if k.startswith(str(hidden))]
     found = _git_folder(work / ".git" / "modules" / f"{skipped}x")
     assert str(found / "config") in record(_places(work)).items
+    # A skipped folder, or a file, ends no search: the git folders named after it are found.
+    (work / ".git" / "modules" / skipped).mkdir()
+    (work / ".git" / "modules" / "a-file").write_text("", encoding="utf-8")
+    after = _git_folder(work / ".git" / "modules" / "zz")
+    assert str(after / "config") in record(_places(work)).items
 
 
 def test_only_git_folders_inside_what_commands_may_write_are_recorded(tmp_path: Path) -> None:
