@@ -501,6 +501,20 @@ def test_a_file_only_touched_is_no_change_but_a_log_may_only_grow(
     assert "OUT/s.jsonl changed" in left.finish()
 
 
+def test_a_log_over_a_gib_is_not_hashed_so_its_growth_is_a_change(
+    repo: Path, tmp_path: Path
+) -> None:
+    out = _out(tmp_path)
+    huge = out / "huge.jsonl"
+    with huge.open("wb") as sparse:
+        sparse.truncate((1 << 30) + 1)  # holes: no GiB is written
+    left = _checked_out(repo, out)
+    assert left.out_record[str(huge)].digest is None
+    with huge.open("ab") as more:
+        more.write(b"{}\n")
+    assert f"but not: {huge}: not kept" in left.finish()
+
+
 def test_a_large_file_of_out_is_fingerprinted_and_named_when_it_cannot_come_back(
     repo: Path, tmp_path: Path
 ) -> None:
