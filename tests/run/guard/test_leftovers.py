@@ -194,6 +194,7 @@ def test_the_trial_runs_only_under_bwrap_with_something_bound(repo: Path, tmp_pa
         prepare(repo, (repo, out), "landlock", writable_git=False, out_dir=out),
         prepare(repo, (repo, out), "", writable_git=False, out_dir=out),
         Leftovers(backend="bwrap", git="read-only"),  # nothing bound
+        Leftovers(backend="bwrap", git="writable", places=git_places(repo)),  # nor pinned
     ):
         before = left.git
         asyncio.run(left.trial(repo))
