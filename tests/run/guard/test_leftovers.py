@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -217,6 +218,21 @@ def test_every_bound_path_that_takes_a_write_is_named_and_checked(
     assert left.git == "checked" and left.out == "checked"
     assert (repo / ".git").is_dir() and not list(repo.glob(".git.agent-runner-trial"))
     assert not list(out.glob(".agent-runner-trial"))
+
+
+def test_only_what_took_the_write_is_marked_checked(repo: Path, tmp_path: Path) -> None:
+    out = _out(tmp_path)
+    left = prepare(repo, (repo, out), "bwrap", writable_git=False, out_dir=out)
+    shutil.rmtree(out)  # nothing there to take a write: --out held
+    asyncio.run(left.trial(repo))
+    assert left.git == "checked" and left.out == "read-only"
+    assert left.problems == [f"{repo / '.git'} was writable"] * 2
+
+
+def test_a_git_folder_bound_read_only_never_compares_gitlinks(repo: Path) -> None:
+    _gitlink(repo, "sub")
+    left = prepare(repo, (repo,), "bwrap", writable_git=False, out_dir=None)
+    assert left.links is None and left.finish() == ""
 
 
 def test_a_writable_git_folder_stays_writable_when_its_locks_do_not_hold(repo: Path) -> None:
