@@ -356,7 +356,10 @@ def test_changes_to_git_submodules_and_out_are_all_named_together(
     repo: Path, tmp_path: Path
 ) -> None:
     out = _out(tmp_path)
+    big = repo / ".git" / "hooks" / "big"
+    big.write_bytes(b"x" * ((1 << 20) + 1))
     left = prepare(repo, (repo, out), "landlock", writable_git=True, out_dir=out)
+    big.write_bytes(b"y" * ((1 << 20) + 1))  # not kept: what cannot be put back is named too
     _plant_hook(repo)
     _gitlink(repo, "sub")
     (repo / "sub").mkdir()
@@ -367,6 +370,7 @@ def test_changes_to_git_submodules_and_out_are_all_named_together(
     assert ".git/hooks/pre-commit added (file)" in reason
     assert f"{repo}/sub/.git added (a submodule's)" in reason
     assert "OUT/report.xml changed" in reason
+    assert reason.split(", but not: ")[1].startswith(".git/hooks/big: a file that was not kept")
 
 
 def _gitlink(repo: Path, path: str) -> None:
