@@ -228,8 +228,9 @@ class _Kept:
 
     item: Item
     """Its kind, and its bytes when kept (the task files, small files)."""
-    stat: tuple[int, int, int]
-    """Size, inode and modification time: unchanged means not read again."""
+    stat: tuple[int, int, int, int]
+    """Size, inode, modification and change time (which no one can set back by hand, as they can
+    the modification time): unchanged means not read again."""
     digest: str | None
     """The SHA-256 of its bytes (session logs too, read in chunks), to see that a log only grew."""
 
@@ -257,15 +258,16 @@ def _take_out(out: Path) -> dict[str, _Kept]:
                 stack.append(child)
                 continue
             small = info.st_size <= _KEEP_FILE and (
-                budget >= info.st_size or "tasks" in child.parts
+                budget >= info.st_size or child.relative_to(out).parts[0] == "tasks"
             )
-            item = item_of(child) if small and stat.S_ISREG(info.st_mode) else Item("file")
+            mode = stat.S_IMODE(info.st_mode)
+            item = item_of(child) if small and stat.S_ISREG(info.st_mode) else Item("file", mode)
             if not stat.S_ISREG(info.st_mode):
                 item = item_of(child)
             budget -= len(item.data or b"")
             log = child.suffix == ".jsonl" and info.st_size <= _HASH_LIMIT
             digest = digest_of(child, info.st_size) if log else None
-            key = (info.st_size, info.st_ino, info.st_mtime_ns)
+            key = (info.st_size, info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
             kept[str(child)] = _Kept(item, key, digest or (item.digest or None))
     return kept
 
@@ -297,10 +299,10 @@ def _unchanged(path: Path, old: _Kept) -> bool:
         return False
     if old.item.kind != "file" or not stat.S_ISREG(info.st_mode):
         return old.item.same(item_of(path))
-    if (info.st_size, info.st_ino, info.st_mtime_ns) == old.stat:
+    if (info.st_size, info.st_ino, info.st_mtime_ns, info.st_ctime_ns) == old.stat:
         return True
     size = old.stat[0]
-    if old.digest is None or info.st_size < size:
+    if old.digest is None or info.st_size < size or (info.st_mode ^ old.item.mode) & 0o111:
         return False
     # The same bytes (only touched), or a log that only grew: its first `size` bytes hash the same.
     return digest_of(path, size) == old.digest and (path.suffix == ".jsonl" or info.st_size == size)

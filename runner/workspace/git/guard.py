@@ -93,17 +93,28 @@ def git_places(workdir: Path) -> GitPlaces | None:
         line = text.decode("utf-8", errors="replace").strip() if text else ""
         if not line.startswith("gitdir:"):
             return None
-        git_dir = (folder / line.removeprefix("gitdir:").strip()).resolve()
-        return GitPlaces(entry, git_dir, _common(git_dir)) if git_dir.is_dir() else None
+        git_dir = _folder(folder, line.removeprefix("gitdir:"))
+        return GitPlaces(entry, git_dir, _common(git_dir)) if git_dir else None
     return None
 
 
 def _common(git_dir: Path) -> Path:
     text = _read(git_dir / "commondir", _GITFILE_LIMIT)
-    if not text:
-        return git_dir
-    common = (git_dir / text.decode("utf-8", errors="replace").strip()).resolve()
-    return common if common.is_dir() else git_dir
+    common = _folder(git_dir, text.decode("utf-8", errors="replace")) if text else None
+    return common or git_dir
+
+
+def _folder(base: Path, name: str) -> Path | None:
+    """The folder a `.git` file or `commondir` names, relative to `base`; None when it names
+    none (empty, missing, not a folder, a path the system refuses as too long)."""
+    name = name.strip()
+    if not name:
+        return None
+    try:
+        found = (base / name).resolve()
+        return found if found.is_dir() else None
+    except (OSError, ValueError):
+        return None
 
 
 def protected(places: GitPlaces, writable: bool) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
@@ -164,25 +175,20 @@ class GitRecord:
             changes.append(_describe(self._label(entry), self.items[entry], now[entry]))
             failed += self._restore_entry(now[entry])
             now = _take(self.places, self.within)
-        keys = _diff(self, now)
+        keys = [k for k in _diff(self, now) if k != entry]  # the entry is named above
         changes += [_describe(self._label(k), self.items.get(k), now.get(k)) for k in keys]
+        # A folder that is still a folder is never a key (only the entry's has an identity).
         absent = Item("absent")
         for key in sorted(keys, key=lambda k: -k.count("/")):
-            if now.get(key, absent).kind != "absent" and not self._kept(key, now[key]):
+            if now.get(key, absent).kind != "absent":  # never below a link: the walk stops there
                 _remove(Path(key))
-        for key in sorted(keys, key=lambda k: k.count("/")):
-            before = self.items.get(key)
-            current = now.get(key, absent)
-            if before is not None and before.kind != "absent" and not self._kept(key, current):
+        for key in keys:  # sorted: a folder before what it holds
+            before = self.items.get(key, absent)
+            if before.kind != "absent":
                 problem = _put_back(Path(key), before)
                 if problem:
                     failed.append(f"{self._label(key)}: {problem}")
         return changes, failed
-
-    def _kept(self, key: str, now: Item) -> bool:
-        """A folder that is still a folder stays (its changed contents are keys of their own)."""
-        before = self.items.get(key)
-        return before is not None and before.kind == "dir" == now.kind
 
     def _restore_entry(self, now: Item) -> list[str]:
         before = self.items[str(self.places.entry)]
@@ -192,7 +198,7 @@ class GitRecord:
             _remove(entry)
         if before.kind == "absent":
             return []  # a `.git` the agent made where there was none
-        if before.kind == "dir" and moved is not None:
+        if moved is not None:
             moved.rename(entry)
             return []
         problem = _put_back(entry, before)
@@ -263,18 +269,10 @@ def _take_git_dir(
 
 def _git_dirs_under(folder: Path, budget: list[int], depth: int = 0) -> Iterator[Path]:
     """Git folders below `worktrees/` or `modules/` (a submodule's name may hold slashes)."""
-    if depth > _DEPTH_LIMIT or not _is_dir(folder):
+    if depth > _DEPTH_LIMIT:
         return
-    try:
-        children = sorted(os.scandir(folder), key=lambda e: e.name)
-    except OSError:
-        return
-    for child in children:
-        budget[0] -= 1
-        if budget[0] < 0:
-            return
-        path = Path(child.path)
-        if not _is_dir(path) or child.name in ("objects", "refs", "logs"):
+    for path in _children(folder, budget):
+        if not _is_dir(path) or path.name in ("objects", "refs", "logs"):
             continue
         if os.path.lexists(path / "HEAD") or os.path.lexists(path / "config"):
             yield path
@@ -285,17 +283,27 @@ def _git_dirs_under(folder: Path, budget: list[int], depth: int = 0) -> Iterator
 def _walk(root: Path, budget: list[int], depth: int = 0) -> Iterator[Path]:
     """`root` and what is below it, without following a link; bounded by `budget`."""
     yield root
-    if depth > _DEPTH_LIMIT or not _is_dir(root):
+    if depth > _DEPTH_LIMIT:
+        return
+    for child in _children(root, budget):
+        yield from _walk(child, budget, depth + 1)
+
+
+def _children(folder: Path, budget: list[int]) -> Iterator[Path]:
+    """What a folder (not a link to one) holds, by name, each paid from `budget`: nothing more
+    once it is spent."""
+    if not _is_dir(folder):
         return
     try:
-        children = sorted(os.scandir(root), key=lambda e: e.name)
+        with os.scandir(folder) as entries:
+            children = sorted(entries, key=lambda e: e.name)
     except OSError:
         return
     for child in children:
         budget[0] -= 1
         if budget[0] < 0:
             return
-        yield from _walk(Path(child.path), budget, depth + 1)
+        yield Path(child.path)
 
 
 def _is_dir(path: Path) -> bool:

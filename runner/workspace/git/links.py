@@ -45,7 +45,8 @@ def gitlink_entries(places: GitPlaces, env: Mapping[str, str]) -> dict[str, Item
         if not meta.startswith(_GITLINK.encode()):
             continue
         rel = PurePosixPath(name.decode("utf-8", errors="surrogateescape"))
-        if rel.is_absolute() or any(part in ("", ".", "..", ".git") for part in rel.parts):
+        # "", "." and "./" have no parts: the work tree itself, whose `.git` is the repository's.
+        if not rel.parts or rel.is_absolute() or any(p in ("..", ".git") for p in rel.parts):
             continue
         entry = top.joinpath(*rel.parts, ".git")
         found[str(entry)] = item_of(entry)
