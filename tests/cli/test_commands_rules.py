@@ -7,6 +7,7 @@ whichever way it came. The runs use the replay provider in this process (no serv
 
 from __future__ import annotations
 
+import ctypes
 import io
 import json
 import os
@@ -25,6 +26,7 @@ from tests.conftest import REPO
 
 REPLAY = REPO / "examples" / "sessions" / "hello.jsonl"
 STEERING = ("AGENT_RUNNER_", "OPENAI_", "ANTHROPIC_", "GITHUB_")
+PR_GET_DUMPABLE, PR_SET_DUMPABLE = 3, 4
 
 
 @pytest.fixture
@@ -125,6 +127,18 @@ def test_the_config_file_named_is_read(here: Path, command: tuple[str, ...]) -> 
 def test_a_limit_flag_that_is_no_limit_is_refused_before_the_settings(here: Path) -> None:
     with pytest.raises(ConfigError, match="--max-turns 0"):
         _options("run", "t.yaml", "--max-turns", "0", "--config", str(here / "missing.yaml"))
+
+
+@pytest.mark.parametrize("command", [("run", "t.yaml"), ("resume", "x.jsonl")])
+def test_run_and_resume_make_the_process_undumpable_before_they_read_any_key(
+    here: Path, command: tuple[str, ...]
+) -> None:
+    """No other process of the user may read /proc/PID/environ (the API keys) of a run."""
+    libc = ctypes.CDLL(None)
+    libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # as a fresh process is
+    assert libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 1
+    _options(*command)
+    assert libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0
 
 
 # stdout has one writer.

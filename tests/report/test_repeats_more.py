@@ -82,6 +82,19 @@ def test_pass_at_k_is_over_k_when_samples_are_missing_and_one_failed() -> None:
     assert verdict.pass_hat == pytest.approx([pass_hat_k(4, 2, k) for k in range(1, 5)])
 
 
+@pytest.mark.parametrize("code", [ExitCode.BUDGET, ExitCode.INFRASTRUCTURE, ExitCode.INTERNAL])
+def test_a_failed_verdict_takes_the_code_of_the_samples_that_did_not_pass(
+    code: ExitCode,
+) -> None:
+    """A sample that ended over budget (or down, or broken) gives the verdict its code, not
+    FAILED, and a passed sample's OK never counts."""
+    found = statuses("pp")
+    found[1] = dataclasses.replace(found[1], status="budget_exceeded", exit_code=code)
+    (verdict,) = verdicts(found, 1.0)
+    assert (verdict.passed, verdict.exit_code) == (False, code)
+    assert verdict_json(verdict)["exit_code"] == int(code)
+
+
 def test_a_verdict_names_its_task_and_its_file() -> None:
     (verdict,) = verdicts(statuses("pp", name="build", task_file="suite/ci.yaml"), 1.0)
     assert (verdict.name, verdict.file) == ("build", "suite/ci.yaml")
