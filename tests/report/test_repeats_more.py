@@ -15,7 +15,7 @@ import pytest
 
 from runner.errors import ConfigError, ExitCode
 from runner.outcome import TaskOutcome, Totals
-from runner.report import merge_summaries, pass_at_k, pass_hat_k, verdicts
+from runner.report import merge_summaries, pass_at_k, pass_hat_k, verdict_lost, verdicts
 from runner.report.repeats import (
     MAX_REPEAT,
     Spread,
@@ -327,3 +327,13 @@ def test_merge_keeps_every_status_a_sample_may_have_and_reads_another_as_error(
     (entry,) = _merge(tmp_path, [data])["repeats"]
     assert entry["passes"] == 2
     assert math.isclose(entry["pass_rate"], 0.666667)
+
+
+@pytest.mark.parametrize("rate", [0.66666664, 0.6666667, 0.5, 2 / 3])
+def test_fail_fast_decides_a_task_lost_exactly_when_its_verdict_would_fail(rate: float) -> None:
+    """K = 3, one sample failed and the others pass: `--fail-fast` stops at the failure only
+    when that verdict fails, at the rate as the verdict reads it (6 digits, so 0.66666664
+    asks for more than 2 of 3)."""
+    first = sample("failed", 2, 3)
+    (verdict,) = verdicts([sample("passed", 1, 3), first, sample("passed", 3, 3)], rate)
+    assert verdict_lost(first, [], rate) is (not verdict.passed)
