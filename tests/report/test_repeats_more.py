@@ -337,3 +337,13 @@ def test_fail_fast_decides_a_task_lost_exactly_when_its_verdict_would_fail(rate:
     first = sample("failed", 2, 3)
     (verdict,) = verdicts([sample("passed", 1, 3), first, sample("passed", 3, 3)], rate)
     assert verdict_lost(first, [], rate) is (not verdict.passed)
+
+
+def test_a_merge_keeps_the_worst_shard_code_over_a_usage_error(tmp_path: Path) -> None:
+    """A shard's internal error or signal outranks another shard's usage error, as in a run."""
+    for worse in (ExitCode.INTERNAL, ExitCode.SIGINT):
+        shards = [
+            _shard([sample("passed", 1, 2)], worse, 1.0),
+            _shard([sample("passed", 2, 2)], ExitCode.USAGE, 1.0),
+        ]
+        assert _merge(tmp_path, shards)["exit_code"] == int(worse)
