@@ -347,3 +347,12 @@ def test_a_merge_keeps_the_worst_shard_code_over_a_usage_error(tmp_path: Path) -
             _shard([sample("passed", 2, 2)], ExitCode.USAGE, 1.0),
         ]
         assert _merge(tmp_path, shards)["exit_code"] == int(worse)
+
+
+def test_a_merge_keeps_tasks_of_one_name_in_two_files_apart(tmp_path: Path) -> None:
+    found = [sample("passed", i, 2, task_file=f) for f in ("a.yaml", "b.yaml") for i in (1, 2)]
+    merged = _merge(tmp_path, [_shard(found, ExitCode.OK, 1.0)])
+    assert [(r["file"], r["samples"], r["passes"]) for r in merged["repeats"]] == [
+        ("a.yaml", 2, 2),
+        ("b.yaml", 2, 2),
+    ]
