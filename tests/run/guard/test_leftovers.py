@@ -10,8 +10,6 @@ import asyncio
 import hashlib
 import os
 import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,12 +23,9 @@ _REASON = "the task changed what it may not leave behind (DESIGN 24): "
 
 
 @pytest.fixture
-def tmp_path() -> Iterator[Path]:
-    """A folder on the memory file system when there is one: these tests make and walk thousands
-    of entries, which a loaded disk turns from a tenth of a second into ten seconds."""
-    shm = Path("/dev/shm")
-    with tempfile.TemporaryDirectory(dir=shm if shm.is_dir() else None) as folder:
-        yield Path(folder).resolve()
+def tmp_path(memory_tmp_path: Path) -> Path:
+    """On the memory file system: these tests make and walk thousands of entries."""
+    return memory_tmp_path
 
 
 @pytest.fixture
