@@ -521,11 +521,14 @@ def test_a_log_over_a_gib_is_not_hashed_so_its_growth_is_a_change(
     repo: Path, tmp_path: Path
 ) -> None:
     out = _out(tmp_path)
-    huge = out / "huge.jsonl"
+    huge, gib = out / "huge.jsonl", out / "gib.jsonl"
     with huge.open("wb") as sparse:
         sparse.truncate((1 << 30) + 1)  # holes: no GiB is written
+    with gib.open("wb") as sparse:
+        sparse.truncate(1 << 30)  # a GiB exactly is still hashed: it may grow
     left = _checked_out(repo, out)
     assert left.out_record[str(huge)].digest is None
+    assert left.out_record[str(gib)].digest is not None
     with huge.open("ab") as more:
         more.write(b"{}\n")
     assert f"but not: {huge}: not kept" in left.finish()
@@ -624,3 +627,54 @@ def test_task_files_are_kept_whole_only_under_outs_own_tasks_folder(
         (out / f"f{n:02}").write_bytes(b"x" * mib)
     left = _checked_out(repo, out)
     assert left.out_record[str(out / "f16")].item.data is None
+
+
+@pytest.mark.parametrize("name", ["s.jsonl", "report.xml"])
+def test_a_file_of_out_swapped_for_a_link_to_its_own_bytes_is_a_change(
+    repo: Path, tmp_path: Path, name: str
+) -> None:
+    # A link reads the same bytes, and a log may grow: neither may hide that the file is now a
+    # link the agent can point anywhere later.
+    out = _out(tmp_path)
+    path = out / name
+    path.write_text('{"a": 1}\n', encoding="utf-8")
+    left = _checked_out(repo, out)
+    copy = tmp_path / "copy"
+    copy.write_bytes(path.read_bytes() + b'{"b": 2}\n')
+    path.unlink()
+    path.symlink_to(copy)
+    assert f"OUT/{name} changed" in left.finish()
+    assert not path.is_symlink() and path.read_text(encoding="utf-8") == '{"a": 1}\n'
+
+
+def test_a_log_of_out_swapped_for_a_fifo_is_a_change_read_without_blocking(
+    repo: Path, tmp_path: Path
+) -> None:
+    out = _out(tmp_path)
+    log = out / "s.jsonl"
+    log.write_text('{"a": 1}\n', encoding="utf-8")
+    left = _checked_out(repo, out)
+    log.unlink()
+    os.mkfifo(log)  # reading it would wait for a writer for ever
+    assert "OUT/s.jsonl changed" in left.finish()
+    assert log.read_text(encoding="utf-8") == '{"a": 1}\n'
+
+
+def test_every_changed_submodule_git_file_is_put_back_and_no_unchanged_one_is_named(
+    repo: Path, tmp_path: Path
+) -> None:
+    names = ["a", "b", "c", "d"]
+    for name in names:
+        _gitlink(repo, name)
+        (repo / name).mkdir()
+        (repo / name / ".git").write_text(f"gitdir: ../.git/modules/{name}\n", encoding="utf-8")
+    left = prepare(repo, (repo,), "landlock", writable_git=True, out_dir=None)
+    evil = tmp_path / "evil"
+    for name in ("b", "d"):  # between and after unchanged ones, in the order they are read
+        (repo / name / ".git").write_text(f"gitdir: {evil}/.git\n", encoding="utf-8")
+    reason = left.finish()
+    for name in names:
+        changed = name in ("b", "d")
+        assert (f"{repo}/{name}/.git changed" in reason) is changed, (name, reason)
+        said = (repo / name / ".git").read_text(encoding="utf-8")
+        assert said == f"gitdir: ../.git/modules/{name}\n", name
