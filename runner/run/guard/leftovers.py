@@ -260,15 +260,14 @@ def _take_out(out: Path) -> dict[str, _Kept]:
             small = info.st_size <= _KEEP_FILE and (
                 budget >= info.st_size or child.relative_to(out).parts[0] == "tasks"
             )
-            mode = stat.S_IMODE(info.st_mode)
-            item = item_of(child) if small and stat.S_ISREG(info.st_mode) else Item("file", mode)
-            if not stat.S_ISREG(info.st_mode):
+            if small or not stat.S_ISREG(info.st_mode):
                 item = item_of(child)
+            else:  # too large to keep: its kind and mode, and a digest when it is a log
+                item = Item("file", stat.S_IMODE(info.st_mode))
             budget -= len(item.data or b"")
             log = child.suffix == ".jsonl" and info.st_size <= _HASH_LIMIT
             digest = digest_of(child, info.st_size) if log else None
-            key = (info.st_size, info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
-            kept[str(child)] = _Kept(item, key, digest or (item.digest or None))
+            kept[str(child)] = _Kept(item, _stat_key(info), digest or (item.digest or None))
     return kept
 
 
@@ -292,6 +291,11 @@ def _restore_out(out: Path, before: dict[str, _Kept]) -> tuple[list[str], list[s
     return changes, failed
 
 
+def _stat_key(info: os.stat_result) -> tuple[int, int, int, int]:
+    """What `_Kept.stat` holds: equal keys mean the file was not touched."""
+    return (info.st_size, info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
+
+
 def _unchanged(path: Path, old: _Kept) -> bool:
     try:
         info = path.lstat()
@@ -299,7 +303,7 @@ def _unchanged(path: Path, old: _Kept) -> bool:
         return False
     if old.item.kind != "file" or not stat.S_ISREG(info.st_mode):
         return old.item.same(item_of(path))
-    if (info.st_size, info.st_ino, info.st_mtime_ns, info.st_ctime_ns) == old.stat:
+    if _stat_key(info) == old.stat:
         return True
     size = old.stat[0]
     if old.digest is None or info.st_size < size or (info.st_mode ^ old.item.mode) & 0o111:
