@@ -678,3 +678,23 @@ def test_every_changed_submodule_git_file_is_put_back_and_no_unchanged_one_is_na
         assert (f"{repo}/{name}/.git changed" in reason) is changed, (name, reason)
         said = (repo / name / ".git").read_text(encoding="utf-8")
         assert said == f"gitdir: ../.git/modules/{name}\n", name
+
+
+def test_a_link_of_out_met_once_the_bytes_kept_are_spent_is_still_compared_by_its_target(
+    repo: Path, tmp_path: Path
+) -> None:
+    # No budget holds a link back: it is kept as the link it is, whatever the files before it
+    # spent, so one turned to point elsewhere comes back.
+    out = _out(tmp_path)
+    for n in range(16):  # 16 MiB less 3,200 bytes, kept; what is left is less than the link
+        (out / f"f{n:02}.bin").write_bytes(b"x" * ((1 << 20) - 200))
+    (out / "sub").mkdir()  # walked after the files of OUT
+    target = "t" * 4000
+    (out / "sub" / "link").symlink_to(target)
+    left = _checked_out(repo, out)
+    assert left.out_record[str(out / "sub" / "link")].item.kind == "symlink"
+    (out / "sub" / "link").unlink()
+    (out / "sub" / "link").symlink_to("/etc/passwd")
+    reason = left.finish()
+    assert "OUT/sub/link changed" in reason and "but not" not in reason
+    assert os.readlink(out / "sub" / "link") == target
